@@ -41,7 +41,7 @@ pub enum GatewayError {
     #[error(transparent)]
     CallDeadlineExceeded(DeadlineExceeded),
     /// Invalid settings or arguments.
-    #[error("configuration error: {0}")]
+    #[error("invalid configuration: {0}")]
     Config(ConfigError),
 }
 
@@ -504,7 +504,7 @@ mod tests {
         assert_eq!(error.scope(), Some(Scope::Ocr));
         assert_eq!(
             error.to_string(),
-            "configuration error: OCR__TIMEOUT_S = \"x\": a number"
+            "invalid configuration: OCR__TIMEOUT_S = \"x\": a number"
         );
     }
 }

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use polygateway_errors::ConfigError;
+use polygateway_errors::{ConfigError, Scope};
 
 /// The configuration variables, read once. Loading from a snapshot instead of the live
 /// process environment keeps loading pure (tests build one from pairs) and means a key read
@@ -96,6 +96,12 @@ impl Env {
             .get(key)
             .map(String::as_str)
             .filter(|v| !v.is_empty())
+    }
+
+    /// Whether any key under the scope's prefix (`LLM__`, …) is set.
+    pub fn mentions(&self, scope: Scope) -> bool {
+        let prefix = format!("{scope}__");
+        self.keys_with_prefix(&prefix).next().is_some()
     }
 
     /// Every variable whose name starts with `prefix`.

@@ -112,6 +112,23 @@ impl Origin {
     }
 }
 
+/// Every key the library reads, scope by scope, with `<NAME>` standing for a source's name.
+pub(crate) fn all_keys() -> Vec<String> {
+    let mut out = Vec::new();
+    for scope in Scope::ALL {
+        out.extend(SCOPE_FIELDS.iter().map(|f| format!("{scope}__{}", f.env)));
+        out.extend(
+            SOURCE_FIELDS
+                .iter()
+                .filter(|f| f.env != MAX_BATCH.env || scope == Scope::Embedding)
+                .map(|f| format!("{scope}__{SOURCE_SEGMENT}__<NAME>__{}", f.env)),
+        );
+    }
+    out.push(REDIS_URL.to_owned());
+    out.push(TELEMETRY_JSONL.to_owned());
+    out
+}
+
 /// Whether `key` is one the library reads or would reject: under a scope prefix, or shared.
 pub(crate) fn is_configuration_key(key: &str) -> bool {
     Scope::of_key(key).is_some() || key == REDIS_URL || key == TELEMETRY_JSONL

@@ -27,6 +27,12 @@ pub use settings::{
 /// The name of the optional file read after the process environment.
 pub const DOTENV_FILE: &str = ".env";
 
+/// Every key the library reads, with `<NAME>` standing for a source's name — the list that
+/// `docs/configuration.md` and `.env.example` document.
+pub fn all_keys() -> Vec<String> {
+    keys::all_keys()
+}
+
 /// Read the settings of `scope` from the process environment, completed by `.env` in the
 /// working directory (the environment wins), and validate them.
 pub fn from_process_env(scope: Scope) -> Result<ScopeConfig, ConfigError> {
