@@ -30,9 +30,11 @@ pub(crate) fn run() -> Result<(), String> {
     })?;
     let redis = step("start redis-server", RedisServer::start)?;
     let url = redis.url();
-    step("tests", || run_tests(&url))?;
+    let (passed, failed) = step("tests", || run_tests(&url))?;
     drop(redis);
     println!("ci: all checks passed in {:.0?}", started.elapsed());
+    // The plain closing line that CI reads, whatever the runners printed before it.
+    println!("tests: {passed} passed, {failed} failed");
     Ok(())
 }
 
@@ -65,39 +67,91 @@ fn command(cmd: &mut Command) -> Result<(), String> {
     }
 }
 
-fn run_tests(redis_url: &str) -> Result<(), String> {
+/// Run every test, doctests first so that the last runner output is the main suite's, and
+/// return the totals (passed, failed) read from the runners' summary lines.
+fn run_tests(redis_url: &str) -> Result<(u64, u64), String> {
     let nextest = Command::new("cargo-nextest")
         .arg("--version")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success());
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let mut totals = (0, 0);
+    let mut run = |args: &[&str]| -> Result<(), String> {
+        let (passed, failed) = counted(args, redis_url)?;
+        totals = (totals.0 + passed, totals.1 + failed);
+        Ok(())
+    };
     if nextest {
-        command(
-            Command::new(&cargo)
-                .args([
-                    "nextest",
-                    "run",
-                    "--workspace",
-                    "--locked",
-                    "--no-fail-fast",
-                ])
-                .env(REDIS_URL_VAR, redis_url),
-        )?;
         // nextest does not run doctests; the examples in rustdoc are tests too.
-        command(
-            Command::new(&cargo)
-                .args(["test", "--workspace", "--locked", "--doc"])
-                .env(REDIS_URL_VAR, redis_url),
-        )
+        run(&["test", "--workspace", "--locked", "--doc"])?;
+        run(&[
+            "nextest",
+            "run",
+            "--workspace",
+            "--locked",
+            "--no-fail-fast",
+        ])?;
     } else {
-        command(
-            Command::new(&cargo)
-                .args(["test", "--workspace", "--locked", "--no-fail-fast"])
-                .env(REDIS_URL_VAR, redis_url),
-        )
+        run(&["test", "--workspace", "--locked", "--no-fail-fast"])?;
     }
+    Ok(totals)
+}
+
+/// Run `cargo args`, echoing its output, and add up the runners' summary lines: cargo test's
+/// `test result: ok. N passed; M failed; …` and nextest's `N tests run: P passed, F failed, …`.
+fn counted(args: &[&str], redis_url: &str) -> Result<(u64, u64), String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let mut child = Command::new(cargo)
+        .args(args)
+        .env(REDIS_URL_VAR, redis_url)
+        .current_dir(super::workspace_root())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start cargo: {e}"))?;
+    let stdout = child.stdout.take().ok_or("no stdout pipe")?;
+    let stderr = child.stderr.take().ok_or("no stderr pipe")?;
+    let echo_err = std::thread::spawn(move || echo_and_count(stderr, &mut std::io::stderr()));
+    let from_stdout = echo_and_count(stdout, &mut std::io::stdout());
+    let from_stderr = echo_err.join().map_err(|_| "output reader panicked")?;
+    let status = child.wait().map_err(|e| e.to_string())?;
+    if !status.success() {
+        return Err(format!("cargo {} exited with {status}", args.join(" ")));
+    }
+    Ok((from_stdout.0 + from_stderr.0, from_stdout.1 + from_stderr.1))
+}
+
+fn echo_and_count(from: impl Read, to: &mut impl Write) -> (u64, u64) {
+    use std::io::BufRead;
+    let mut totals = (0, 0);
+    for line in std::io::BufReader::new(from).lines().map_while(Result::ok) {
+        let _ = writeln!(to, "{line}");
+        let (passed, failed) = summary_counts(&line);
+        totals = (totals.0 + passed, totals.1 + failed);
+    }
+    totals
+}
+
+/// The (passed, failed) counts of one runner summary line, or (0, 0).
+fn summary_counts(line: &str) -> (u64, u64) {
+    let line = line.trim();
+    let is_summary = line.starts_with("test result:") || line.contains(" tests run: ");
+    if !is_summary {
+        return (0, 0);
+    }
+    let count = |word: &str| {
+        let words: Vec<&str> = line
+            .split([' ', ';', ','])
+            .filter(|w| !w.is_empty())
+            .collect();
+        words
+            .windows(2)
+            .find(|w| w[1] == word)
+            .and_then(|w| w[0].parse().ok())
+            .unwrap_or(0)
+    };
+    (count("passed"), count("failed"))
 }
 
 /// A `redis-server` on a free loopback port, without persistence, stopped on drop.
@@ -193,6 +247,20 @@ fn free_port() -> Result<u16, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn summary_lines_of_both_runners_are_counted() {
+        assert_eq!(
+            summary_counts("test result: ok. 12 passed; 0 failed; 0 ignored; 0 measured"),
+            (12, 0)
+        );
+        assert_eq!(
+            summary_counts("     Summary [   0.512s] 70 tests run: 68 passed, 2 failed, 0 skipped"),
+            (68, 2)
+        );
+        assert_eq!(summary_counts("test foo ... ok"), (0, 0));
+        assert_eq!(summary_counts("PASS [ 0.005s] (6/70) a::passed"), (0, 0));
+    }
 
     #[test]
     fn starts_a_real_redis_and_stops_it_on_drop() {
