@@ -38,6 +38,7 @@ const TRANSPORTS: &str = "polygateway-transports";
 const BACKENDS: &str = "polygateway-backends";
 const FACADE: &str = "polygateway";
 const CLI: &str = "polygateway-cli";
+const MOCK: &str = "polygateway-mock";
 const TESTS: &str = "polygateway-tests";
 const XTASK: &str = "xtask";
 
@@ -78,7 +79,7 @@ pub(crate) const LAYERS: &[Layer] = &[
     Layer {
         name: TRANSPORTS,
         allowed: &[ERRORS, PORTS],
-        dev_extra: &[],
+        dev_extra: &[MOCK],
         third_party: None,
         why: "transports know HTTP and ports, nothing of the pipeline or backends",
     },
@@ -92,21 +93,30 @@ pub(crate) const LAYERS: &[Layer] = &[
     Layer {
         name: FACADE,
         allowed: &[ERRORS, PORTS, DEADLINE, MIDDLEWARE, TRANSPORTS, BACKENDS],
-        dev_extra: &[],
+        dev_extra: &[MOCK],
         third_party: None,
         why: "the facade assembles the layers",
     },
     Layer {
         name: CLI,
-        allowed: &[FACADE],
+        allowed: &[FACADE, MOCK],
         dev_extra: &[],
         third_party: None,
-        why: "the CLI uses the public API only",
+        why: "the CLI uses the public API and embeds the mock upstream",
+    },
+    Layer {
+        name: MOCK,
+        allowed: &[],
+        dev_extra: &[],
+        third_party: None,
+        why: "the mock upstream is the far side of the wire and shares only the protocol",
     },
     Layer {
         name: TESTS,
         allowed: &[],
-        dev_extra: LIBRARY,
+        dev_extra: &[
+            ERRORS, PORTS, DEADLINE, MIDDLEWARE, TRANSPORTS, BACKENDS, FACADE, MOCK,
+        ],
         third_party: None,
         why: "cross-crate tests dev-depend on the library",
     },
@@ -122,7 +132,7 @@ pub(crate) const LAYERS: &[Layer] = &[
 /// Third-party crates confined to the crates whose job they are: (crate, normal holders,
 /// extra dev holders).
 pub(crate) const CONFINED: &[(&str, &[&str], &[&str])] = &[
-    ("hyper", &[TRANSPORTS, CLI], &[]),
+    ("hyper", &[TRANSPORTS, CLI, MOCK], &[]),
     ("fred", &[BACKENDS], &[TESTS]),
 ];
 
@@ -446,7 +456,8 @@ mod tests {
             lines(&meta),
             [
                 "polygateway-middleware -> hyper: not allowed (hyper belongs only in \
-                 polygateway-transports, polygateway-cli; reached via reqwest -> hyper)",
+                 polygateway-transports, polygateway-cli, polygateway-mock; reached via reqwest \
+                 -> hyper)",
                 "polygateway-ports -> fred (dev): not allowed (fred belongs only in \
                  polygateway-backends; reached via fred)",
             ]
