@@ -1,6 +1,7 @@
 //! The response bodies the mock can send, including the broken ones.
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -16,16 +17,22 @@ pub(crate) enum MockBody {
     Full(Option<Bytes>),
     /// Never yields a frame: the headers were sent, the body never comes.
     Pending,
-    /// Yields `sent`, then ends although `Content-Length` promised more; hyper then closes
-    /// the connection, which the client sees as a truncated body.
-    Truncated(Option<Bytes>),
-    /// `remaining` bytes of filler, streamed in chunks.
-    Huge { remaining: u64 },
+    /// Yields its bytes, waits a moment so they (and the headers) reach the wire, then ends
+    /// although `Content-Length` promised more: hyper closes the connection, and the client
+    /// sees a body cut off after the headers.
+    Truncated(Option<Bytes>, Pin<Box<tokio::time::Sleep>>),
+    /// `remaining` bytes of filler, streamed in chunks; `announced` sets `Content-Length`.
+    Huge { remaining: u64, announced: bool },
 }
 
 impl MockBody {
     pub(crate) fn full(bytes: impl Into<Bytes>) -> Self {
         MockBody::Full(Some(bytes.into()))
+    }
+
+    pub(crate) fn truncated(first: &'static [u8]) -> Self {
+        let pause = Box::pin(tokio::time::sleep(std::time::Duration::from_millis(20)));
+        MockBody::Truncated(Some(Bytes::from_static(first)), pause)
     }
 
     pub(crate) fn empty() -> Self {
@@ -39,17 +46,19 @@ impl Body for MockBody {
 
     fn poll_frame(
         self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
+        cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         let this = self.get_mut();
         match this {
-            MockBody::Full(bytes) | MockBody::Truncated(bytes) => {
-                Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b))))
-            }
+            MockBody::Full(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
+            MockBody::Truncated(bytes, pause) => match bytes.take() {
+                Some(b) => Poll::Ready(Some(Ok(Frame::data(b)))),
+                None => pause.as_mut().poll(cx).map(|()| None),
+            },
             // The connection task stays registered with no waker to call: the body simply
             // never progresses until the client goes away and the connection is dropped.
             MockBody::Pending => Poll::Pending,
-            MockBody::Huge { remaining } => {
+            MockBody::Huge { remaining, .. } => {
                 if *remaining == 0 {
                     return Poll::Ready(None);
                 }
@@ -63,8 +72,8 @@ impl Body for MockBody {
     fn is_end_stream(&self) -> bool {
         match self {
             MockBody::Full(bytes) => bytes.is_none(),
-            MockBody::Huge { remaining } => *remaining == 0,
-            MockBody::Pending | MockBody::Truncated(_) => false,
+            MockBody::Huge { remaining, .. } => *remaining == 0,
+            MockBody::Pending | MockBody::Truncated(..) => false,
         }
     }
 
@@ -72,8 +81,13 @@ impl Body for MockBody {
         match self {
             MockBody::Full(Some(b)) => SizeHint::with_exact(b.len() as u64),
             MockBody::Full(None) => SizeHint::with_exact(0),
-            MockBody::Huge { remaining } => SizeHint::with_exact(*remaining),
-            MockBody::Pending | MockBody::Truncated(_) => SizeHint::default(),
+            MockBody::Huge {
+                remaining,
+                announced: true,
+            } => SizeHint::with_exact(*remaining),
+            MockBody::Huge { .. } | MockBody::Pending | MockBody::Truncated(..) => {
+                SizeHint::default()
+            }
         }
     }
 }

@@ -104,6 +104,10 @@ pub enum Behaviour {
     Huge {
         /// The body size.
         bytes: u64,
+        /// Send it chunked, without a `Content-Length`, so the client only finds out while
+        /// reading.
+        #[serde(default)]
+        chunked: bool,
     },
     /// OCR only: `200` with `success: false` and this message.
     OcrFailure {

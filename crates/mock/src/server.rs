@@ -118,6 +118,8 @@ pub struct Counters {
     pub multipart_rejected: u64,
     /// Requests refused for a wrong or missing API key.
     pub unauthorized: u64,
+    /// Requests that arrived over HTTP/2.
+    pub http2: u64,
 }
 
 impl Counters {
@@ -159,6 +161,7 @@ struct State {
     hangs_released: AtomicU64,
     multipart_rejected: AtomicU64,
     unauthorized: AtomicU64,
+    http2: AtomicU64,
     requests: Mutex<BTreeMap<(String, Route), u64>>,
     log: Mutex<Vec<LogEntry>>,
 }
@@ -175,6 +178,7 @@ impl State {
             hangs_released: AtomicU64::new(0),
             multipart_rejected: AtomicU64::new(0),
             unauthorized: AtomicU64::new(0),
+            http2: AtomicU64::new(0),
             requests: Mutex::new(BTreeMap::new()),
             log: Mutex::new(Vec::new()),
         }
@@ -236,6 +240,7 @@ impl State {
             hangs_released: self.hangs_released.load(Ordering::SeqCst),
             multipart_rejected: self.multipart_rejected.load(Ordering::SeqCst),
             unauthorized: self.unauthorized.load(Ordering::SeqCst),
+            http2: self.http2.load(Ordering::SeqCst),
         }
     }
 
@@ -312,6 +317,9 @@ async fn handle(
     req: Request<Incoming>,
 ) -> Result<Response<MockBody>, Infallible> {
     state.total.fetch_add(1, Ordering::Relaxed);
+    if req.version() == hyper::Version::HTTP_2 {
+        state.http2.fetch_add(1, Ordering::Relaxed);
+    }
     state.in_flight.fetch_add(1, Ordering::SeqCst);
     let mut guard = InFlight {
         state: &state,
@@ -464,9 +472,8 @@ async fn answer(
         }
         Behaviour::Truncated => {
             state.record(&source, route, 0, keep_log);
-            let mut response = Response::new(MockBody::Truncated(Some(Bytes::from_static(
-                b"{\"id\":\"cut\",\"choices\":[{\"mes",
-            ))));
+            let mut response =
+                Response::new(MockBody::truncated(b"{\"id\":\"cut\",\"choices\":[{\"mes"));
             let headers = response.headers_mut();
             headers.insert(CONTENT_TYPE, HeaderValue::from_static(JSON));
             headers.insert(CONTENT_LENGTH, HeaderValue::from_static("400"));
@@ -498,9 +505,12 @@ async fn answer(
             }
             json_response(StatusCode::OK, body.to_string())
         }
-        Behaviour::Huge { bytes } => {
+        Behaviour::Huge { bytes, chunked } => {
             state.record(&source, route, 0, keep_log);
-            let mut response = Response::new(MockBody::Huge { remaining: *bytes });
+            let mut response = Response::new(MockBody::Huge {
+                remaining: *bytes,
+                announced: !chunked,
+            });
             response
                 .headers_mut()
                 .insert(CONTENT_TYPE, HeaderValue::from_static(JSON));

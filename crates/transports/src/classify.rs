@@ -22,16 +22,27 @@ const MAX_MESSAGE_CHARS: usize = 300;
 /// | 401, 402, 403, 404, 410, 3xx | `SourceDead` (bad key, no money, no such model or URL) |
 /// | 408, 409, 425, 429, 5xx, 1xx | `Transient` (with `Retry-After` when given) |
 /// | 400, 413, 422 and other 4xx | `RequestRejected` |
-pub fn classify_status(status: u16, body: &[u8], retry_after: Option<Duration>, api_key: Option<&Secret>) -> AttemptFailure {
+pub fn classify_status(
+    status: u16,
+    body: &[u8],
+    retry_after: Option<Duration>,
+    api_key: Option<&Secret>,
+) -> AttemptFailure {
     let detail = ErrorDetail::parse(body);
     let message = redact(&detail.message(status), api_key);
     let by_code = detail.codes().find_map(|code| match code {
-        "insufficient_quota" | "billing_hard_limit_reached" => Some((FailureKind::SourceDead, "insufficient_quota")),
+        "insufficient_quota" | "billing_hard_limit_reached" => {
+            Some((FailureKind::SourceDead, "insufficient_quota"))
+        }
         "invalid_api_key" => Some((FailureKind::SourceDead, "invalid_api_key")),
         "model_not_found" => Some((FailureKind::SourceDead, "model_not_found")),
         "rate_limit_exceeded" => Some((FailureKind::Transient, "rate_limited")),
-        "context_length_exceeded" => Some((FailureKind::RequestRejected, "context_length_exceeded")),
-        "content_policy_violation" | "content_filter" => Some((FailureKind::RequestRejected, "content_policy")),
+        "context_length_exceeded" => {
+            Some((FailureKind::RequestRejected, "context_length_exceeded"))
+        }
+        "content_policy_violation" | "content_filter" => {
+            Some((FailureKind::RequestRejected, "content_policy"))
+        }
         _ => None,
     });
     let (kind, code) = by_code.unwrap_or(match status {
@@ -112,7 +123,9 @@ pub fn redact(message: &str, api_key: Option<&Secret>) -> String {
     while let Some(start) = rest.find("sk-") {
         out.push_str(&rest[..start]);
         let token_len = rest[start..]
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '*' || c == '.'))
+            .find(|c: char| {
+                !(c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '*' || c == '.')
+            })
             .unwrap_or(rest.len() - start);
         if token_len >= 8 {
             out.push_str("<redacted>");
@@ -138,7 +151,8 @@ mod tests {
     use super::*;
 
     fn openai(code: &str, kind: &str) -> Vec<u8> {
-        format!(r#"{{"error": {{"message": "m", "type": "{kind}", "code": "{code}"}}}}"#).into_bytes()
+        format!(r#"{{"error": {{"message": "m", "type": "{kind}", "code": "{code}"}}}}"#)
+            .into_bytes()
     }
 
     #[test]
@@ -169,17 +183,58 @@ mod tests {
     #[test]
     fn openai_error_codes_win_over_the_status() {
         let cases = [
-            (429, openai("insufficient_quota", "insufficient_quota"), FailureKind::SourceDead, "insufficient_quota"),
-            (400, openai("context_length_exceeded", "invalid_request_error"), FailureKind::RequestRejected, "context_length_exceeded"),
-            (429, openai("rate_limit_exceeded", "requests"), FailureKind::Transient, "rate_limited"),
-            (400, openai("content_policy_violation", "invalid_request_error"), FailureKind::RequestRejected, "content_policy"),
-            (401, openai("invalid_api_key", "invalid_request_error"), FailureKind::SourceDead, "invalid_api_key"),
-            (404, openai("model_not_found", "invalid_request_error"), FailureKind::SourceDead, "model_not_found"),
-            (429, br#"{"error": {"message": "x", "type": "insufficient_quota", "code": null}}"#.to_vec(), FailureKind::SourceDead, "insufficient_quota"),
+            (
+                429,
+                openai("insufficient_quota", "insufficient_quota"),
+                FailureKind::SourceDead,
+                "insufficient_quota",
+            ),
+            (
+                400,
+                openai("context_length_exceeded", "invalid_request_error"),
+                FailureKind::RequestRejected,
+                "context_length_exceeded",
+            ),
+            (
+                429,
+                openai("rate_limit_exceeded", "requests"),
+                FailureKind::Transient,
+                "rate_limited",
+            ),
+            (
+                400,
+                openai("content_policy_violation", "invalid_request_error"),
+                FailureKind::RequestRejected,
+                "content_policy",
+            ),
+            (
+                401,
+                openai("invalid_api_key", "invalid_request_error"),
+                FailureKind::SourceDead,
+                "invalid_api_key",
+            ),
+            (
+                404,
+                openai("model_not_found", "invalid_request_error"),
+                FailureKind::SourceDead,
+                "model_not_found",
+            ),
+            (
+                429,
+                br#"{"error": {"message": "x", "type": "insufficient_quota", "code": null}}"#
+                    .to_vec(),
+                FailureKind::SourceDead,
+                "insufficient_quota",
+            ),
         ];
         for (status, body, kind, code) in cases {
             let failure = classify_status(status, &body, Some(Duration::from_secs(1)), None);
-            assert_eq!((failure.kind(), failure.code()), (kind, code), "{}", String::from_utf8_lossy(&body));
+            assert_eq!(
+                (failure.kind(), failure.code()),
+                (kind, code),
+                "{}",
+                String::from_utf8_lossy(&body)
+            );
         }
     }
 
@@ -188,15 +243,30 @@ mod tests {
         let hint = Some(Duration::from_secs(4));
         assert_eq!(classify_status(429, b"", hint, None).retry_after(), hint);
         assert_eq!(classify_status(503, b"", hint, None).retry_after(), hint);
-        assert_eq!(classify_status(429, &openai("insufficient_quota", "x"), hint, None).retry_after(), None);
+        assert_eq!(
+            classify_status(429, &openai("insufficient_quota", "x"), hint, None).retry_after(),
+            None
+        );
     }
 
     #[test]
     fn messages_come_from_every_body_shape() {
-        assert_eq!(classify_status(400, br#"{"detail": "bad file"}"#, None, None).message(), "HTTP 400: bad file");
-        assert_eq!(classify_status(500, b"upstream exploded", None, None).message(), "HTTP 500: upstream exploded");
-        assert_eq!(classify_status(500, b"", None, None).message(), "HTTP 500 with no error message");
-        assert_eq!(classify_status(400, br#"{"error": "plain"}"#, None, None).message(), "HTTP 400: plain");
+        assert_eq!(
+            classify_status(400, br#"{"detail": "bad file"}"#, None, None).message(),
+            "HTTP 400: bad file"
+        );
+        assert_eq!(
+            classify_status(500, b"upstream exploded", None, None).message(),
+            "HTTP 500: upstream exploded"
+        );
+        assert_eq!(
+            classify_status(500, b"", None, None).message(),
+            "HTTP 500 with no error message"
+        );
+        assert_eq!(
+            classify_status(400, br#"{"error": "plain"}"#, None, None).message(),
+            "HTTP 400: plain"
+        );
     }
 
     #[test]

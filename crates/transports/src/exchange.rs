@@ -29,7 +29,9 @@ pub(crate) async fn exchange(
     body: Bytes,
 ) -> Result<Success, AttemptFailure> {
     let attempt = async {
-        let response = http.send(url, content_type, source.api_key.as_ref(), body).await?;
+        let response = http
+            .send(url, content_type, source.api_key.as_ref(), body)
+            .await?;
         let status = response.status();
         let json_content_type = response
             .headers()
@@ -47,15 +49,27 @@ pub(crate) async fn exchange(
                 body,
                 json_content_type,
             }),
-            Ok(body) => Err(classify_status(status, &body, retry_after, source.api_key.as_ref())),
-            Err(BodyError::TooLarge { cap }) if (200..300).contains(&status) => Err(AttemptFailure::new(
-                FailureKind::ResultInvalid,
-                "body_too_large",
-                format!("response body larger than the {cap}-byte cap"),
-            )
-            .with_status(status)),
+            Ok(body) => Err(classify_status(
+                status,
+                &body,
+                retry_after,
+                source.api_key.as_ref(),
+            )),
+            Err(BodyError::TooLarge { cap }) if (200..300).contains(&status) => {
+                Err(AttemptFailure::new(
+                    FailureKind::ResultInvalid,
+                    "body_too_large",
+                    format!("response body larger than the {cap}-byte cap"),
+                )
+                .with_status(status))
+            }
             // An error status with an oversized body: the status says enough.
-            Err(BodyError::TooLarge { .. }) => Err(classify_status(status, b"", retry_after, source.api_key.as_ref())),
+            Err(BodyError::TooLarge { .. }) => Err(classify_status(
+                status,
+                b"",
+                retry_after,
+                source.api_key.as_ref(),
+            )),
             Err(BodyError::Truncated(why)) => Err(AttemptFailure::new(
                 FailureKind::Transient,
                 "truncated_body",
@@ -69,18 +83,28 @@ pub(crate) async fn exchange(
         Err(_) => Err(AttemptFailure::new(
             FailureKind::Transient,
             "timeout",
-            format!("no complete answer within the attempt timeout of {:?}", source.timeout),
+            format!(
+                "no complete answer within the attempt timeout of {:?}",
+                source.timeout
+            ),
         )),
     }
 }
 
 /// The failure for a 2xx body that is not the JSON we need.
-pub(crate) fn unusable(success: &Success, code: &'static str, why: impl Into<String>) -> AttemptFailure {
+pub(crate) fn unusable(
+    success: &Success,
+    code: &'static str,
+    why: impl Into<String>,
+) -> AttemptFailure {
     let why = why.into();
     let (code, why) = if success.json_content_type {
         (code, why)
     } else {
-        ("bad_content_type", format!("{why} (content type is not JSON)"))
+        (
+            "bad_content_type",
+            format!("{why} (content type is not JSON)"),
+        )
     };
     AttemptFailure::new(FailureKind::ResultInvalid, code, why).with_status(200)
 }

@@ -82,7 +82,10 @@ impl HttpClient {
                 tracing::warn!(%error, "no platform root certificates: https sources cannot be verified");
                 let tls = rustls::ClientConfig::builder_with_provider(provider)
                     .with_safe_default_protocol_versions()
-                    .map(|b| b.with_root_certificates(rustls::RootCertStore::empty()).with_no_client_auth())
+                    .map(|b| {
+                        b.with_root_certificates(rustls::RootCertStore::empty())
+                            .with_no_client_auth()
+                    })
                     .expect("the ring provider supports the default protocol versions");
                 hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(tls)
             }
@@ -131,22 +134,37 @@ impl HttpClient {
         body: Bytes,
     ) -> Result<Response<Incoming>, AttemptFailure> {
         let uri: Uri = url.parse().map_err(|_| {
-            AttemptFailure::new(FailureKind::SourceDead, "bad_url", format!("cannot build a request URL from {url:?}"))
+            AttemptFailure::new(
+                FailureKind::SourceDead,
+                "bad_url",
+                format!("cannot build a request URL from {url:?}"),
+            )
         })?;
         let mut request = Request::post(uri);
-        let headers = request.headers_mut().expect("a fresh request builder has headers");
+        let headers = request
+            .headers_mut()
+            .expect("a fresh request builder has headers");
         headers.insert(
             CONTENT_TYPE,
             HeaderValue::from_str(content_type).map_err(|_| {
-                AttemptFailure::new(FailureKind::RequestRejected, "bad_content_type", "invalid content type")
+                AttemptFailure::new(
+                    FailureKind::RequestRejected,
+                    "bad_content_type",
+                    "invalid content type",
+                )
             })?,
         );
         headers.insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
         if let Some(key) = api_key {
-            let mut value = HeaderValue::from_str(&format!("Bearer {}", key.expose())).map_err(|_| {
-                // Never echo the key: say only that it cannot be a header.
-                AttemptFailure::new(FailureKind::SourceDead, "bad_api_key", "the API key contains characters not allowed in a header")
-            })?;
+            let mut value =
+                HeaderValue::from_str(&format!("Bearer {}", key.expose())).map_err(|_| {
+                    // Never echo the key: say only that it cannot be a header.
+                    AttemptFailure::new(
+                        FailureKind::SourceDead,
+                        "bad_api_key",
+                        "the API key contains characters not allowed in a header",
+                    )
+                })?;
             value.set_sensitive(true);
             headers.insert(AUTHORIZATION, value);
         }
@@ -155,9 +173,17 @@ impl HttpClient {
             .expect("method, URI and headers were validated above");
         self.client.request(request).await.map_err(|error| {
             if error.is_connect() {
-                AttemptFailure::new(FailureKind::Transient, "connect", format!("cannot connect: {}", root_cause(&error)))
+                AttemptFailure::new(
+                    FailureKind::Transient,
+                    "connect",
+                    format!("cannot connect: {}", root_cause(&error)),
+                )
             } else {
-                AttemptFailure::new(FailureKind::Transient, "io", format!("connection failed: {}", root_cause(&error)))
+                AttemptFailure::new(
+                    FailureKind::Transient,
+                    "io",
+                    format!("connection failed: {}", root_cause(&error)),
+                )
             }
         })
     }
@@ -189,7 +215,9 @@ pub async fn read_capped(response: Response<Incoming>, cap: usize) -> Result<Byt
     }
     match Limited::new(response.into_body(), cap).collect().await {
         Ok(collected) => Ok(collected.to_bytes()),
-        Err(error) if error.downcast_ref::<LengthLimitError>().is_some() => Err(BodyError::TooLarge { cap }),
+        Err(error) if error.downcast_ref::<LengthLimitError>().is_some() => {
+            Err(BodyError::TooLarge { cap })
+        }
         Err(error) => Err(BodyError::Truncated(root_cause(error.as_ref()))),
     }
 }

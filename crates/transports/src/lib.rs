@@ -22,6 +22,11 @@ mod multipart;
 mod openai;
 mod retry_after;
 
+/// The integration tests' log capture, shared with the unit tests.
+#[cfg(test)]
+#[path = "../tests/support/capture.rs"]
+mod test_capture;
+
 pub use classify::{classify_status, redact};
 pub use http::{BodyError, DEFAULT_MAX_RESPONSE_BYTES, HttpClient, HttpConfig, read_capped};
 pub use monkey_ocr::MonkeyOcrTransport;

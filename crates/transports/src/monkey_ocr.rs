@@ -22,8 +22,18 @@ impl MonkeyOcrTransport {
         MonkeyOcrTransport { http }
     }
 
-    async fn upload(&self, source: &SourceSpec, request: &OcrRequest, path: &str) -> Result<Success, AttemptFailure> {
-        let (content_type, body) = single_file_form("file", &request.filename, request.content_type, &request.bytes);
+    async fn upload(
+        &self,
+        source: &SourceSpec,
+        request: &OcrRequest,
+        path: &str,
+    ) -> Result<Success, AttemptFailure> {
+        let (content_type, body) = single_file_form(
+            "file",
+            &request.filename,
+            request.content_type,
+            &request.bytes,
+        );
         let url = format!("{}{path}", source.base_url);
         exchange(&self.http, source, &url, &content_type, body).await
     }
@@ -48,7 +58,12 @@ struct ParseResponse {
 }
 
 /// `success: false` is the service telling us it failed: `ResultInvalid` with its message.
-fn check_success(success: Option<bool>, message: Option<&str>, source: &SourceSpec, response: &Success) -> Result<(), AttemptFailure> {
+fn check_success(
+    success: Option<bool>,
+    message: Option<&str>,
+    source: &SourceSpec,
+    response: &Success,
+) -> Result<(), AttemptFailure> {
     match success {
         Some(true) => Ok(()),
         Some(false) => Err(AttemptFailure::new(
@@ -60,7 +75,11 @@ fn check_success(success: Option<bool>, message: Option<&str>, source: &SourceSp
             ),
         )
         .with_status(200)),
-        None => Err(unusable(response, "missing_success", "the body has no success field")),
+        None => Err(unusable(
+            response,
+            "missing_success",
+            "the body has no success field",
+        )),
     }
 }
 
@@ -68,11 +87,25 @@ impl OcrTransport for MonkeyOcrTransport {
     /// # Cancel safety
     ///
     /// Dropping the future drops the upload; the connection is closed or returned to the pool.
-    async fn recognize_text(&self, source: &SourceSpec, request: &OcrRequest) -> Result<OcrText, AttemptFailure> {
+    async fn recognize_text(
+        &self,
+        source: &SourceSpec,
+        request: &OcrRequest,
+    ) -> Result<OcrText, AttemptFailure> {
         let success = self.upload(source, request, "/ocr/text").await?;
-        let response: TextResponse = serde_json::from_slice(&success.body)
-            .map_err(|e| unusable(&success, "bad_json", format!("the body is not an OCR result: {e}")))?;
-        check_success(response.success, response.message.as_deref(), source, &success)?;
+        let response: TextResponse = serde_json::from_slice(&success.body).map_err(|e| {
+            unusable(
+                &success,
+                "bad_json",
+                format!("the body is not an OCR result: {e}"),
+            )
+        })?;
+        check_success(
+            response.success,
+            response.message.as_deref(),
+            source,
+            &success,
+        )?;
         let content = response
             .content
             .ok_or_else(|| unusable(&success, "missing_content", "the body has no content"))?;
@@ -97,9 +130,19 @@ impl OcrTransport for MonkeyOcrTransport {
             OcrReturnType::Json => "/parse?return_type=json",
         };
         let success = self.upload(source, request, path).await?;
-        let response: ParseResponse = serde_json::from_slice(&success.body)
-            .map_err(|e| unusable(&success, "bad_json", format!("the body is not a parse result: {e}")))?;
-        check_success(response.success, response.message.as_deref(), source, &success)?;
+        let response: ParseResponse = serde_json::from_slice(&success.body).map_err(|e| {
+            unusable(
+                &success,
+                "bad_json",
+                format!("the body is not a parse result: {e}"),
+            )
+        })?;
+        check_success(
+            response.success,
+            response.message.as_deref(),
+            source,
+            &success,
+        )?;
         let content = response
             .content
             .ok_or_else(|| unusable(&success, "missing_content", "the body has no content"))?;

@@ -9,7 +9,12 @@ static COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// The content type and body of a form whose only field `field` is the file `filename` of
 /// type `content_type`.
-pub fn single_file_form(field: &str, filename: &str, content_type: &str, data: &[u8]) -> (String, Bytes) {
+pub fn single_file_form(
+    field: &str,
+    filename: &str,
+    content_type: &str,
+    data: &[u8],
+) -> (String, Bytes) {
     let boundary = boundary_not_in(data);
     let mut body = BytesMut::with_capacity(data.len() + 256);
     body.put_slice(b"--");
@@ -25,7 +30,10 @@ pub fn single_file_form(field: &str, filename: &str, content_type: &str, data: &
     body.put_slice(b"\r\n--");
     body.put_slice(boundary.as_bytes());
     body.put_slice(b"--\r\n");
-    (format!("multipart/form-data; boundary={boundary}"), body.freeze())
+    (
+        format!("multipart/form-data; boundary={boundary}"),
+        body.freeze(),
+    )
 }
 
 /// A boundary that does not occur in `data` (a collision is astronomically unlikely; it is
@@ -38,7 +46,10 @@ fn boundary_not_in(data: &[u8]) -> String {
             .map_or(0, |d| d.subsec_nanos());
         let mixed = (n ^ u64::from(nanos).rotate_left(32)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
         let boundary = format!("polygateway-{mixed:016x}{n:08x}");
-        if !data.windows(boundary.len()).any(|w| w == boundary.as_bytes()) {
+        if !data
+            .windows(boundary.len())
+            .any(|w| w == boundary.as_bytes())
+        {
             return boundary;
         }
     }
@@ -46,7 +57,10 @@ fn boundary_not_in(data: &[u8]) -> String {
 
 /// A value for a quoted header parameter: `"`, CR and LF percent-encoded (RFC 7578 §4.2).
 fn quoted(value: &str) -> String {
-    value.replace('"', "%22").replace('\r', "%0D").replace('\n', "%0A")
+    value
+        .replace('"', "%22")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
 }
 
 #[cfg(test)]
@@ -55,7 +69,8 @@ mod tests {
 
     #[test]
     fn writes_one_well_formed_part() {
-        let (content_type, body) = single_file_form("file", "scan \"1\".png", "image/png", b"\x89PNG");
+        let (content_type, body) =
+            single_file_form("file", "scan \"1\".png", "image/png", b"\x89PNG");
         let boundary = content_type
             .strip_prefix("multipart/form-data; boundary=")
             .expect("boundary parameter");

@@ -4,8 +4,8 @@
 use bytes::Bytes;
 use polygateway_errors::AttemptFailure;
 use polygateway_ports::{
-    ChatRequest, ChatResult, ChatTransport, EmbeddingRequest, EmbeddingResult, EmbeddingTransport, Message,
-    SourceSpec, Usage,
+    ChatRequest, ChatResult, ChatTransport, EmbeddingRequest, EmbeddingResult, EmbeddingTransport,
+    Message, SourceSpec, Usage,
 };
 use serde::{Deserialize, Serialize};
 
@@ -109,7 +109,10 @@ fn reported_usage(body: &[u8]) -> Option<Usage> {
     struct OnlyUsage {
         usage: Option<UsageBody>,
     }
-    serde_json::from_slice::<OnlyUsage>(body).ok()?.usage.map(UsageBody::usage)
+    serde_json::from_slice::<OnlyUsage>(body)
+        .ok()?
+        .usage
+        .map(UsageBody::usage)
 }
 
 fn invalid(success: &Success, code: &'static str, why: impl Into<String>) -> AttemptFailure {
@@ -124,7 +127,11 @@ impl ChatTransport for OpenAiTransport {
     /// # Cancel safety
     ///
     /// Dropping the future drops the request; the connection is closed or returned to the pool.
-    async fn chat(&self, source: &SourceSpec, request: &ChatRequest) -> Result<ChatResult, AttemptFailure> {
+    async fn chat(
+        &self,
+        source: &SourceSpec,
+        request: &ChatRequest,
+    ) -> Result<ChatResult, AttemptFailure> {
         let body = ChatBody {
             model: &source.model,
             messages: &request.messages,
@@ -137,14 +144,27 @@ impl ChatTransport for OpenAiTransport {
         let body = Bytes::from(serde_json::to_vec(&body).expect("chat bodies always serialise"));
         let url = format!("{}/chat/completions", source.base_url);
         let success = exchange(&self.http, source, &url, JSON, body).await?;
-        let response: ChatResponse = serde_json::from_slice(&success.body)
-            .map_err(|e| invalid(&success, "bad_json", format!("the body is not a chat completion: {e}")))?;
+        let response: ChatResponse = serde_json::from_slice(&success.body).map_err(|e| {
+            invalid(
+                &success,
+                "bad_json",
+                format!("the body is not a chat completion: {e}"),
+            )
+        })?;
         let usage = response.usage.map(UsageBody::usage);
         let Some(choice) = response.choices.and_then(|c| c.into_iter().next()) else {
-            return Err(invalid(&success, "missing_choices", "the body has no choices"));
+            return Err(invalid(
+                &success,
+                "missing_choices",
+                "the body has no choices",
+            ));
         };
         let Some(message) = choice.message else {
-            return Err(invalid(&success, "missing_message", "the first choice has no message"));
+            return Err(invalid(
+                &success,
+                "missing_message",
+                "the first choice has no message",
+            ));
         };
         Ok(ChatResult {
             content: message.content.unwrap_or_default(),
@@ -162,16 +182,26 @@ impl EmbeddingTransport for OpenAiTransport {
     /// # Cancel safety
     ///
     /// As for [`ChatTransport::chat`].
-    async fn embed(&self, source: &SourceSpec, request: &EmbeddingRequest) -> Result<EmbeddingResult, AttemptFailure> {
+    async fn embed(
+        &self,
+        source: &SourceSpec,
+        request: &EmbeddingRequest,
+    ) -> Result<EmbeddingResult, AttemptFailure> {
         let body = EmbeddingBody {
             model: &source.model,
             input: &request.input,
         };
-        let body = Bytes::from(serde_json::to_vec(&body).expect("embedding bodies always serialise"));
+        let body =
+            Bytes::from(serde_json::to_vec(&body).expect("embedding bodies always serialise"));
         let url = format!("{}/embeddings", source.base_url);
         let success = exchange(&self.http, source, &url, JSON, body).await?;
-        let response: EmbeddingResponse = serde_json::from_slice(&success.body)
-            .map_err(|e| invalid(&success, "bad_json", format!("the body is not an embeddings list: {e}")))?;
+        let response: EmbeddingResponse = serde_json::from_slice(&success.body).map_err(|e| {
+            invalid(
+                &success,
+                "bad_json",
+                format!("the body is not an embeddings list: {e}"),
+            )
+        })?;
         let usage = response.usage.map(UsageBody::usage);
         let Some(mut data) = response.data else {
             return Err(invalid(&success, "missing_data", "the body has no data"));
@@ -187,7 +217,11 @@ impl EmbeddingTransport for OpenAiTransport {
         if data.iter().all(|d| d.index.is_some()) {
             data.sort_by_key(|d| d.index);
             if data.iter().enumerate().any(|(i, d)| d.index != Some(i)) {
-                return Err(invalid(&success, "bad_indices", "the vector indices are not 0..n"));
+                return Err(invalid(
+                    &success,
+                    "bad_indices",
+                    "the vector indices are not 0..n",
+                ));
             }
         }
         Ok(EmbeddingResult {

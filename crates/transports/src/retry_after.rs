@@ -49,7 +49,11 @@ pub fn parse_retry_after(headers: &HeaderMap, source: &str, now: SystemTime) -> 
         }
     }
     if not_finite && result.is_none() {
-        tracing::warn!(source, rule = NOT_FINITE_RULE, "ignored a non-finite Retry-After hint");
+        tracing::warn!(
+            source,
+            rule = NOT_FINITE_RULE,
+            "ignored a non-finite Retry-After hint"
+        );
     }
     result
 }
@@ -92,11 +96,11 @@ fn seconds(amount: f64, per_second: f64) -> Hint {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::{Arc, Mutex};
-
     use hyper::header::HeaderValue;
 
     use super::*;
+
+    use crate::test_capture::Capture;
 
     fn at(secs: u64) -> SystemTime {
         SystemTime::UNIX_EPOCH + Duration::from_secs(secs)
@@ -122,13 +126,34 @@ mod tests {
             (&[("retry-after", " 7 ")], Some(Duration::from_secs(7))),
             (&[("retry-after", "1.5")], Some(Duration::from_millis(1500))),
             (&[("retry-after", "0")], Some(Duration::ZERO)),
-            (&[("retry-after", "Sun, 06 Nov 1994 08:49:37 GMT")], Some(Duration::from_secs(30))),
-            (&[("retry-after", "Sunday, 06-Nov-94 08:49:37 GMT")], Some(Duration::from_secs(30))),
-            (&[("retry-after", "Sun Nov  6 08:49:37 1994")], Some(Duration::from_secs(30))),
-            (&[("retry-after-ms", "250")], Some(Duration::from_millis(250))),
-            (&[("retry-after-ms", "12.5")], Some(Duration::from_micros(12_500))),
-            (&[("retry-after-ms", "250"), ("retry-after", "9")], Some(Duration::from_millis(250))),
-            (&[("retry-after-ms", "junk"), ("retry-after", "9")], Some(Duration::from_secs(9))),
+            (
+                &[("retry-after", "Sun, 06 Nov 1994 08:49:37 GMT")],
+                Some(Duration::from_secs(30)),
+            ),
+            (
+                &[("retry-after", "Sunday, 06-Nov-94 08:49:37 GMT")],
+                Some(Duration::from_secs(30)),
+            ),
+            (
+                &[("retry-after", "Sun Nov  6 08:49:37 1994")],
+                Some(Duration::from_secs(30)),
+            ),
+            (
+                &[("retry-after-ms", "250")],
+                Some(Duration::from_millis(250)),
+            ),
+            (
+                &[("retry-after-ms", "12.5")],
+                Some(Duration::from_micros(12_500)),
+            ),
+            (
+                &[("retry-after-ms", "250"), ("retry-after", "9")],
+                Some(Duration::from_millis(250)),
+            ),
+            (
+                &[("retry-after-ms", "junk"), ("retry-after", "9")],
+                Some(Duration::from_secs(9)),
+            ),
             (&[("retry-after", "-1")], None),
             (&[("retry-after", "")], None),
             (&[("retry-after", "soon")], None),
@@ -142,36 +167,12 @@ mod tests {
             (&[], None),
         ];
         for (pairs, expected) in table {
-            assert_eq!(parse_retry_after(&headers(pairs), "A", now), *expected, "{pairs:?}");
+            assert_eq!(
+                parse_retry_after(&headers(pairs), "A", now),
+                *expected,
+                "{pairs:?}"
+            );
         }
-    }
-
-    /// A minimal subscriber that keeps every event's fields as text.
-    #[derive(Clone, Default)]
-    struct Capture(Arc<Mutex<Vec<String>>>);
-
-    impl tracing::Subscriber for Capture {
-        fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
-            true
-        }
-        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-            tracing::span::Id::from_u64(1)
-        }
-        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
-        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
-        fn event(&self, event: &tracing::Event<'_>) {
-            struct Fields(String);
-            impl tracing::field::Visit for Fields {
-                fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-                    self.0.push_str(&format!("{}={:?} ", field.name(), value));
-                }
-            }
-            let mut fields = Fields(format!("{} ", event.metadata().level()));
-            event.record(&mut fields);
-            self.0.lock().expect("lock").push(fields.0);
-        }
-        fn enter(&self, _: &tracing::span::Id) {}
-        fn exit(&self, _: &tracing::span::Id) {}
     }
 
     fn logs_for(pairs: &[(&'static str, &str)]) -> Vec<String> {
@@ -179,7 +180,7 @@ mod tests {
         tracing::subscriber::with_default(capture.clone(), || {
             parse_retry_after(&headers(pairs), "DEEPSEEK", at(EXAMPLE_DATE));
         });
-        capture.0.lock().expect("lock").clone()
+        capture.lines()
     }
 
     #[test]
@@ -194,13 +195,20 @@ mod tests {
             assert!(!line.contains(raw), "raw header {raw} in {line}");
         }
         // Both headers non-finite: still one warning for the response.
-        assert_eq!(logs_for(&[("retry-after", "inf"), ("retry-after-ms", "inf")]).len(), 1);
+        assert_eq!(
+            logs_for(&[("retry-after", "inf"), ("retry-after-ms", "inf")]).len(),
+            1
+        );
     }
 
     #[test]
     fn nan_negative_empty_and_garbage_log_nothing() {
         for raw in ["nan", "NaN", "-1", "", "later", "-0.5"] {
-            assert_eq!(logs_for(&[("retry-after", raw)]), Vec::<String>::new(), "{raw}");
+            assert_eq!(
+                logs_for(&[("retry-after", raw)]),
+                Vec::<String>::new(),
+                "{raw}"
+            );
         }
     }
 }
