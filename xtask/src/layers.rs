@@ -42,10 +42,6 @@ const MOCK: &str = "polygateway-mock";
 const TESTS: &str = "polygateway-tests";
 const XTASK: &str = "xtask";
 
-const LIBRARY: &[&str] = &[
-    ERRORS, PORTS, DEADLINE, MIDDLEWARE, TRANSPORTS, BACKENDS, FACADE,
-];
-
 /// The allowed graph (SPEC §1).
 pub(crate) const LAYERS: &[Layer] = &[
     Layer {
