@@ -6,6 +6,9 @@
 
 #![allow(clippy::print_stdout, clippy::print_stderr)] // a command-line tool reports on its streams
 
+mod config_cmd;
+mod mock_cmd;
+
 use std::process::ExitCode;
 
 use polygateway::{ConfigError, ErrorKind, GatewayError, Scope};
@@ -15,6 +18,7 @@ usage: polygw <command> [options]
 
 commands:
   config [--scope LLM|EMBEDDING|OCR]   validate the configuration and print it (secrets elided)
+  mock [--listen ADDR] [options]       run the mock upstream (see `polygw mock --help`)
   help                                 show this text
 
 Configuration comes from the environment, then .env in the working directory.
@@ -58,8 +62,9 @@ fn run(mut args: lexopt::Parser) -> Result<(), GatewayError> {
                     }
                 }
             }
-            print_config(&scopes)
+            config_cmd::run(&scopes)
         }
+        "mock" => mock_cmd::run(args),
         "help" => {
             println!("{USAGE}");
             Ok(())
@@ -70,62 +75,11 @@ fn run(mut args: lexopt::Parser) -> Result<(), GatewayError> {
     }
 }
 
-/// Validate and print each scope's configuration. Asked for every scope, a scope with no
-/// source at all is reported as unconfigured rather than an error.
-fn print_config(scopes: &[Scope]) -> Result<(), GatewayError> {
-    let env = polygateway::config::Env::from_process_and_dotenv(std::path::Path::new(
-        polygateway::config::DOTENV_FILE,
-    ))?;
-    let only_one = scopes.len() == 1;
-    for &scope in scopes {
-        if !only_one && !env.mentions(scope) {
-            println!("{scope}: not configured");
-            continue;
-        }
-        match polygateway::config::GatewaySettings::from_env(scope, &env) {
-            Ok(config) => {
-                println!(
-                    "{scope}: backend={} max_attempts={} call_deadline={}",
-                    config.backend.as_str(),
-                    config.max_attempts,
-                    config
-                        .call_deadline
-                        .map_or_else(|| "none".to_owned(), |d| format!("{:?}", d.duration()))
-                );
-                for s in &config.sources {
-                    println!(
-                        "  {} kind={} base_url={} model={} api_key={} tpm={} rpm={} max_concurrency={} timeout={:?}",
-                        s.name,
-                        s.kind,
-                        s.base_url,
-                        if s.model.is_empty() { "-" } else { &s.model },
-                        if s.api_key.is_some() {
-                            "<set>"
-                        } else {
-                            "<unset>"
-                        },
-                        opt(s.limits.tpm),
-                        opt(s.limits.rpm),
-                        opt(s.limits.max_concurrency),
-                        s.timeout,
-                    );
-                }
-            }
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(())
-}
-
-fn opt<T: std::fmt::Display>(value: Option<T>) -> String {
-    value.map_or_else(|| "-".to_owned(), |v| v.to_string())
-}
-
-fn usage(message: String) -> GatewayError {
+pub(crate) fn usage(message: String) -> GatewayError {
     ConfigError::invalid("polygw arguments", message, "see `polygw help`").into()
 }
 
-fn usage_error(error: lexopt::Error) -> GatewayError {
+pub(crate) fn usage_error(error: lexopt::Error) -> GatewayError {
     usage(error.to_string())
 }
 
