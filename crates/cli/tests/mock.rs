@@ -6,7 +6,10 @@ use std::process::{Child, Command, Stdio};
 
 /// The process, and its stdout kept open so that later lines it prints never hit a closed
 /// pipe.
-struct Running(Child, BufReader<std::process::ChildStdout>);
+struct Running(
+    Child,
+    #[allow(dead_code)] BufReader<std::process::ChildStdout>,
+);
 
 impl Drop for Running {
     fn drop(&mut self) {
