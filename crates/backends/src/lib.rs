@@ -1,7 +1,10 @@
-//! PolyGateway's backends (SPEC §6, §7, §11, §17): in-memory and Redis implementations of the
-//! admission, breaker and cache ports. The Redis Lua scripts live here.
+//! PolyGateway's backends (SPEC §6, §7, §11, §17): implementations of the admission and
+//! breaker ports — in memory for one process ([`MemoryAdmission`], [`MemoryBreakers`]); Redis
+//! for many arrives with its own issue, and its Lua scripts will live here.
 //!
 //! **Architecture invariant:** the only workspace crates this one depends on are
 //! `polygateway-errors` and `polygateway-ports`. `fred` appears here and nowhere else.
-//!
-//! The backends arrive with the pipeline and Redis issues; this crate is the place they live.
+
+mod memory;
+
+pub use memory::{MemoryAdmission, MemoryBreakers, WINDOW};

@@ -16,6 +16,9 @@ pub struct BreakerPolicy {
     pub max_open_for: Duration,
     /// How long a `SourceDead` outcome keeps it open at once.
     pub dead_open_for: Duration,
+    /// How long a probe may stay out before its slot is taken back (a probe whose process died
+    /// never reports): a bit longer than the attempt timeout.
+    pub probe_lease: Duration,
 }
 
 /// A breaker's state, as `stats()` reports it.
@@ -53,8 +56,9 @@ pub enum BreakerDecision {
     Probe,
     /// Open, or half-open with the probe already taken.
     Reject {
-        /// When the breaker may admit a probe.
-        retry_after: Duration,
+        /// When the breaker may admit a probe: the rest of the open time; `None` while a probe
+        /// is out (its outcome decides).
+        retry_after: Option<Duration>,
     },
 }
 

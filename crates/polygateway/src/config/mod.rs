@@ -21,7 +21,8 @@ pub use env::Env;
 pub use settings::{
     BackendKind, DEFAULT_BACKOFF_BASE, DEFAULT_BACKOFF_MAX, DEFAULT_BREAKER_FAILURES,
     DEFAULT_BREAKER_OPEN, DEFAULT_EST_TOKENS, DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_BATCH,
-    DEFAULT_STALL_WINDOW, DEFAULT_TIMEOUT, GatewaySettings, ScopeConfig, SourceSettings,
+    DEFAULT_STALL_WINDOW, DEFAULT_TIMEOUT, GatewaySettings, LEASE_MARGIN, ScopeConfig,
+    SourceSettings,
 };
 
 /// The name of the optional file read after the process environment.

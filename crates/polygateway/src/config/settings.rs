@@ -103,6 +103,9 @@ pub const DEFAULT_BREAKER_OPEN: Duration = Duration::from_secs(30);
 const BREAKER_MAX_OPEN_FACTOR: u32 = 8;
 /// A `SourceDead` outcome opens the breaker for this long at once (SPEC §7 "a long time").
 const BREAKER_DEAD_OPEN: Duration = Duration::from_secs(600);
+/// How much longer than an attempt's timeout a permit's lease (and a breaker probe's) lasts:
+/// room for the settlement to arrive after a timed-out attempt before the backend reclaims.
+pub const LEASE_MARGIN: Duration = Duration::from_secs(5);
 /// Default `EST_TOKENS` for chat and embeddings sources.
 pub const DEFAULT_EST_TOKENS: u64 = 1000;
 /// Default `MAX_BATCH` for embeddings sources (OpenAI accepts up to 2048 inputs; smaller
@@ -331,6 +334,12 @@ impl GatewaySettings {
                 open_for: breaker_open,
                 max_open_for: breaker_open.saturating_mul(BREAKER_MAX_OPEN_FACTOR),
                 dead_open_for: BREAKER_DEAD_OPEN.max(breaker_open),
+                probe_lease: sources
+                    .iter()
+                    .map(|s| s.timeout)
+                    .max()
+                    .unwrap_or(timeout)
+                    .saturating_add(LEASE_MARGIN),
             },
             backend: self.backend,
             redis_url: self.redis_url.clone(),

@@ -1,0 +1,272 @@
+//! In-process admission: exact sliding windows for TPM and RPM, concurrency slots, permits
+//! with leases, idempotent settle and release.
+//!
+//! **Why a sliding log.** A fixed window ("tokens this minute") lets twice the limit through
+//! around a window edge; a token bucket cannot take a refund back exactly (it forgets when
+//! tokens were spent). The log keeps one entry per admitted request — when, which permit, how
+//! many tokens — so the sum over the last 60 s is exact at every instant, a settle replaces one
+//! entry's tokens in place (a refund or a top-up), and the time until room frees up is read off
+//! the oldest entries. Memory is one entry per request of the last minute.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use polygateway_ports::{
+    Admission, AdmissionBackend, AdmissionRequest, BackendError, Clock, Limits, Permit, PermitId,
+    RefusalReason, SourceUsage,
+};
+
+/// The length of the TPM and RPM windows.
+pub const WINDOW: Duration = Duration::from_secs(60);
+
+/// One admitted request in the window.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    at: Duration,
+    id: PermitId,
+    tokens: u64,
+}
+
+/// A granted permit that is not yet both settled and released.
+#[derive(Debug, Clone, Copy)]
+struct Outstanding {
+    at: Duration,
+    lease_until: Duration,
+    settled: bool,
+    released: bool,
+}
+
+#[derive(Debug, Default)]
+struct SourceState {
+    /// Admitted requests of the last window, oldest first (so also ordered by `(at, id)`
+    /// for ids that grow; lookups use the recorded `at`).
+    window: VecDeque<Entry>,
+    tokens_in_window: u64,
+    inflight: u64,
+    outstanding: HashMap<PermitId, Outstanding>,
+}
+
+impl SourceState {
+    /// Forget entries older than the window and reclaim the slots of expired leases.
+    fn prune(&mut self, now: Duration) {
+        while let Some(front) = self.window.front() {
+            if now.saturating_sub(front.at) < WINDOW {
+                break;
+            }
+            self.tokens_in_window -= front.tokens;
+            self.window.pop_front();
+        }
+        if self
+            .outstanding
+            .values()
+            .any(|o| !o.released && o.lease_until <= now)
+        {
+            let mut reclaimed = 0;
+            self.outstanding.retain(|_, o| {
+                if !o.released && o.lease_until <= now {
+                    reclaimed += 1;
+                    // The reservation stays in the window until it ages out: the request may
+                    // well have reached the provider.
+                    return false;
+                }
+                true
+            });
+            self.inflight -= reclaimed;
+        }
+    }
+
+    fn entry_mut(&mut self, id: PermitId, at: Duration) -> Option<&mut Entry> {
+        let index = self.window.partition_point(|e| e.at < at);
+        self.window
+            .range_mut(index..)
+            .take_while(|e| e.at == at)
+            .find(|e| e.id == id)
+    }
+
+    /// When `need` more tokens will fit under `tpm`, as entries age out.
+    fn tpm_room_after(&self, now: Duration, tpm: u64, need: u64) -> Option<Duration> {
+        let mut used = self.tokens_in_window;
+        for entry in &self.window {
+            used -= entry.tokens;
+            if used + need <= tpm {
+                return Some((entry.at + WINDOW).saturating_sub(now));
+            }
+        }
+        None
+    }
+}
+
+/// The in-memory [`AdmissionBackend`]: one process, exact, no I/O.
+pub struct MemoryAdmission {
+    clock: Arc<dyn Clock>,
+    sources: Mutex<HashMap<Arc<str>, SourceState>>,
+}
+
+impl std::fmt::Debug for MemoryAdmission {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryAdmission").finish_non_exhaustive()
+    }
+}
+
+impl MemoryAdmission {
+    /// A backend reading time from `clock` (windows and leases).
+    pub fn new(clock: Arc<dyn Clock>) -> Self {
+        MemoryAdmission {
+            clock,
+            sources: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn with_source<T>(&self, source: &str, f: impl FnOnce(&mut SourceState, Duration) -> T) -> T {
+        let now = self.clock.monotonic();
+        let mut sources = self.sources.lock().unwrap_or_else(|e| e.into_inner());
+        let state = match sources.get_mut(source) {
+            Some(state) => state,
+            None => sources.entry(Arc::from(source)).or_default(),
+        };
+        state.prune(now);
+        f(state, now)
+    }
+
+    fn reserve_now(&self, request: &AdmissionRequest<'_>) -> Admission {
+        self.with_source(request.source, |state, now| {
+            if let Some(existing) = state.outstanding.get(&request.permit_id) {
+                // A re-sent reserve: the permit exists; answer as before, change nothing.
+                let tokens = state
+                    .entry_mut(request.permit_id, existing.at)
+                    .map_or(request.tokens, |e| e.tokens);
+                return Admission::Granted(Permit {
+                    id: request.permit_id,
+                    source: Arc::from(request.source),
+                    tokens,
+                });
+            }
+            let limits = request.limits;
+            if limits
+                .max_concurrency
+                .is_some_and(|max| state.inflight >= u64::from(max))
+            {
+                return Admission::Refused {
+                    reason: RefusalReason::Concurrency,
+                    retry_after: None,
+                };
+            }
+            if let Some(rpm) = limits.rpm {
+                if state.window.len() as u64 >= rpm {
+                    let oldest = state.window.len() as u64 - rpm;
+                    let at = state
+                        .window
+                        .get(usize::try_from(oldest).unwrap_or(usize::MAX))
+                        .map(|e| e.at);
+                    return Admission::Refused {
+                        reason: RefusalReason::Rpm,
+                        retry_after: at.map(|at| (at + WINDOW).saturating_sub(now)),
+                    };
+                }
+            }
+            if let Some(tpm) = limits.tpm {
+                if state.tokens_in_window + request.tokens > tpm {
+                    return Admission::Refused {
+                        reason: RefusalReason::Tpm,
+                        retry_after: state.tpm_room_after(now, tpm, request.tokens),
+                    };
+                }
+            }
+            state.window.push_back(Entry {
+                at: now,
+                id: request.permit_id,
+                tokens: request.tokens,
+            });
+            state.tokens_in_window += request.tokens;
+            state.inflight += 1;
+            state.outstanding.insert(
+                request.permit_id,
+                Outstanding {
+                    at: now,
+                    lease_until: now + request.lease,
+                    settled: false,
+                    released: false,
+                },
+            );
+            Admission::Granted(Permit {
+                id: request.permit_id,
+                source: Arc::from(request.source),
+                tokens: request.tokens,
+            })
+        })
+    }
+
+    fn settle_now(&self, permit: &Permit, actual: Option<u64>, release: bool) {
+        self.with_source(&permit.source, |state, _| {
+            let Some(mut outstanding) = state.outstanding.get(&permit.id).copied() else {
+                return; // never granted, already finished, or its lease expired: nothing to do
+            };
+            if let Some(actual) = actual.filter(|_| !outstanding.settled) {
+                outstanding.settled = true;
+                if let Some(entry) = state.entry_mut(permit.id, outstanding.at) {
+                    let old = entry.tokens;
+                    entry.tokens = actual;
+                    state.tokens_in_window = state.tokens_in_window - old + actual;
+                }
+            }
+            if release && !outstanding.released {
+                outstanding.released = true;
+                state.inflight -= 1;
+            }
+            if outstanding.settled && outstanding.released {
+                state.outstanding.remove(&permit.id);
+            } else {
+                state.outstanding.insert(permit.id, outstanding);
+            }
+        });
+    }
+}
+
+impl AdmissionBackend for MemoryAdmission {
+    /// # Cancel safety
+    ///
+    /// Completes on its first poll; there is no await point to be cancelled at.
+    async fn reserve(&self, request: AdmissionRequest<'_>) -> Result<Admission, BackendError> {
+        Ok(self.reserve_now(&request))
+    }
+
+    /// # Cancel safety
+    ///
+    /// Completes on its first poll.
+    async fn settle(&self, permit: &Permit, actual_tokens: u64) -> Result<(), BackendError> {
+        self.settle_now(permit, Some(actual_tokens), false);
+        Ok(())
+    }
+
+    /// # Cancel safety
+    ///
+    /// Completes on its first poll.
+    async fn release(&self, permit: &Permit) -> Result<(), BackendError> {
+        self.settle_now(permit, None, true);
+        Ok(())
+    }
+
+    /// # Cancel safety
+    ///
+    /// Completes on its first poll.
+    async fn settle_and_release(
+        &self,
+        permit: &Permit,
+        actual_tokens: u64,
+    ) -> Result<(), BackendError> {
+        self.settle_now(permit, Some(actual_tokens), true);
+        Ok(())
+    }
+
+    /// # Cancel safety
+    ///
+    /// Completes on its first poll.
+    async fn usage(&self, source: &str, _limits: Limits) -> Result<SourceUsage, BackendError> {
+        Ok(self.with_source(source, |state, _| SourceUsage {
+            tpm_used: state.tokens_in_window,
+            rpm_used: state.window.len() as u64,
+            inflight: state.inflight,
+        }))
+    }
+}
