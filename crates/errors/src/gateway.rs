@@ -160,6 +160,8 @@ pub enum UnavailableReason {
     BackendUnavailable,
     /// `MAX_ATTEMPTS` attempts failed.
     AttemptsExhausted,
+    /// The client was shut down; it takes no new calls.
+    ShutDown,
 }
 
 impl UnavailableReason {
@@ -172,6 +174,7 @@ impl UnavailableReason {
             UnavailableReason::Stalled => "stalled",
             UnavailableReason::BackendUnavailable => "backend_unavailable",
             UnavailableReason::AttemptsExhausted => "attempts_exhausted",
+            UnavailableReason::ShutDown => "shut_down",
         }
     }
 
@@ -195,6 +198,7 @@ impl UnavailableReason {
             UnavailableReason::AttemptsExhausted => {
                 "every attempt failed; see each source's last error"
             }
+            UnavailableReason::ShutDown => "the client was shut down and takes no new calls",
         }
     }
 }

@@ -86,14 +86,15 @@ pub trait BreakerStore: Send + Sync + 'static {
         policy: &BreakerPolicy,
     ) -> impl Future<Output = Result<BreakerDecision, BackendError>> + Send;
 
-    /// Report how an admitted attempt ended.
+    /// Report how an admitted attempt ended. Returns `true` when this report opened the
+    /// breaker (a trip), for the per-source counters.
     fn record(
         &self,
         source: &str,
         policy: &BreakerPolicy,
         outcome: BreakerOutcome,
         was_probe: bool,
-    ) -> impl Future<Output = Result<(), BackendError>> + Send;
+    ) -> impl Future<Output = Result<bool, BackendError>> + Send;
 
     /// The breaker's state now.
     fn state(

@@ -74,6 +74,8 @@ pub struct SourceSpec {
     pub weight: u32,
     /// Most texts per embeddings request.
     pub max_batch: usize,
+    /// Least time between two request starts from this process (0 = no spacing).
+    pub min_interval: Duration,
 }
 
 impl SourceSpec {
@@ -109,6 +111,7 @@ mod tests {
             priority: 0,
             weight: 1,
             max_batch: 16,
+            min_interval: Duration::ZERO,
         }
     }
 

@@ -21,22 +21,23 @@ pub enum EventKind {
 }
 
 /// One telemetry row. The columns are fixed and versioned (`docs/telemetry.md`); a row never
-/// carries a secret.
+/// carries a secret. It borrows its text, so building one allocates nothing; a sink that keeps
+/// rows serialises or copies them in [`TelemetrySink::record`].
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct TelemetryRow {
+pub struct TelemetryRow<'a> {
     /// Wall-clock milliseconds since the Unix epoch, from the injectable [`crate::Clock`].
     pub ts: u64,
     /// The call's scope.
     #[serde(serialize_with = "serialize_scope")]
     pub scope: Scope,
     /// Shared by every row of one logical call.
-    pub logical_call_id: String,
+    pub logical_call_id: &'a str,
     /// The attempt number, from 1; 0 on terminal rows.
     pub attempt: u32,
     /// The source of the attempt (the serving source on a terminal success).
-    pub source: Option<String>,
+    pub source: Option<&'a str>,
     /// The source's model.
-    pub model: Option<String>,
+    pub model: Option<&'a str>,
     /// What happened.
     pub event_kind: EventKind,
     /// The failure kind or caller-facing error kind, when something failed.
@@ -71,5 +72,11 @@ fn serialize_scope<S: serde::Serializer>(scope: &Scope, serializer: S) -> Result
 /// the row to a background writer. A sink that fails logs a warning and never fails a call.
 pub trait TelemetrySink: Send + Sync + 'static {
     /// Take one row.
-    fn record(&self, row: &TelemetryRow);
+    fn record(&self, row: &TelemetryRow<'_>);
+
+    /// Whether rows are wanted at all; a sink that drops everything says `false`, and the
+    /// pipeline then does not build them.
+    fn enabled(&self) -> bool {
+        true
+    }
 }

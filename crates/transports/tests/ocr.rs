@@ -21,6 +21,7 @@ fn source(base_url: String) -> SourceSpec {
         priority: 0,
         weight: 1,
         max_batch: 1,
+        min_interval: Duration::ZERO,
     }
 }
 

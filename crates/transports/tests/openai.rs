@@ -31,6 +31,7 @@ fn source(base_url: String, timeout: Duration) -> SourceSpec {
         priority: 0,
         weight: 1,
         max_batch: 16,
+        min_interval: Duration::ZERO,
     }
 }
 

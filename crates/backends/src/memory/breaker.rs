@@ -46,6 +46,41 @@ impl Breaker {
     }
 }
 
+fn transition(
+    b: &mut Breaker,
+    now: Duration,
+    policy: &BreakerPolicy,
+    outcome: BreakerOutcome,
+    was_probe: bool,
+) {
+    match outcome {
+        BreakerOutcome::Cancelled => {
+            if was_probe {
+                b.probe_since = None; // the slot goes back; the breaker stays half-open
+            }
+        }
+        // The request's or the result's fault: the source answered, which is all a probe
+        // needs to show, and never a failure of the source.
+        BreakerOutcome::Success
+        | BreakerOutcome::Failure(FailureKind::RequestRejected | FailureKind::ResultInvalid) => {
+            if was_probe || b.open_until.is_none() {
+                b.close();
+            }
+        }
+        BreakerOutcome::Failure(FailureKind::SourceDead) => b.open(now, policy, true),
+        BreakerOutcome::Failure(FailureKind::Transient) => {
+            if was_probe {
+                b.open(now, policy, false);
+            } else if b.open_until.is_none() {
+                b.consecutive_failures += 1;
+                if b.consecutive_failures >= policy.failures_to_open {
+                    b.open(now, policy, false);
+                }
+            }
+        }
+    }
+}
+
 /// The in-memory [`BreakerStore`]: one process, exact, no I/O.
 pub struct MemoryBreakers {
     clock: Arc<dyn Clock>,
@@ -91,39 +126,19 @@ impl MemoryBreakers {
         })
     }
 
+    /// Apply an outcome; `true` when it opened the breaker.
     fn apply(
         &self,
         source: &str,
         policy: &BreakerPolicy,
         outcome: BreakerOutcome,
         was_probe: bool,
-    ) {
-        self.with_breaker(source, |b, now| match outcome {
-            BreakerOutcome::Cancelled => {
-                if was_probe {
-                    b.probe_since = None; // the slot goes back; the breaker stays half-open
-                }
-            }
-            // The request's or the result's fault: the source answered, which is all a probe
-            // needs to show, and never a failure of the source.
-            BreakerOutcome::Success
-            | BreakerOutcome::Failure(FailureKind::RequestRejected | FailureKind::ResultInvalid) => {
-                if was_probe || b.open_until.is_none() {
-                    b.close();
-                }
-            }
-            BreakerOutcome::Failure(FailureKind::SourceDead) => b.open(now, policy, true),
-            BreakerOutcome::Failure(FailureKind::Transient) => {
-                if was_probe {
-                    b.open(now, policy, false);
-                } else if b.open_until.is_none() {
-                    b.consecutive_failures += 1;
-                    if b.consecutive_failures >= policy.failures_to_open {
-                        b.open(now, policy, false);
-                    }
-                }
-            }
-        });
+    ) -> bool {
+        self.with_breaker(source, |b, now| {
+            let before = b.open_until;
+            transition(b, now, policy, outcome, was_probe);
+            b.open_until.is_some() && b.open_until != before
+        })
     }
 
     fn state_now(&self, source: &str) -> BreakerState {
@@ -158,9 +173,8 @@ impl BreakerStore for MemoryBreakers {
         policy: &BreakerPolicy,
         outcome: BreakerOutcome,
         was_probe: bool,
-    ) -> Result<(), BackendError> {
-        self.apply(source, policy, outcome, was_probe);
-        Ok(())
+    ) -> Result<bool, BackendError> {
+        Ok(self.apply(source, policy, outcome, was_probe))
     }
 
     /// # Cancel safety

@@ -50,11 +50,12 @@ pub(crate) const SOURCE_TIMEOUT_S: Field = field("TIMEOUT_S", "timeout");
 pub(crate) const PRIORITY: Field = field("PRIORITY", "priority");
 pub(crate) const WEIGHT: Field = field("WEIGHT", "weight");
 pub(crate) const MAX_BATCH: Field = field("MAX_BATCH", "max_batch");
+pub(crate) const MIN_INTERVAL_S: Field = field("MIN_INTERVAL_S", "min_interval");
 pub(crate) const NAME: Field = field("NAME", "name");
 
 /// The per-source fields: `{SCOPE}__SOURCE__{NAME}__{FIELD}`. `MAX_BATCH` is valid only in
 /// the `EMBEDDING` scope.
-pub(crate) const SOURCE_FIELDS: [Field; 12] = [
+pub(crate) const SOURCE_FIELDS: [Field; 13] = [
     KIND,
     BASE_URL,
     API_KEY,
@@ -67,6 +68,7 @@ pub(crate) const SOURCE_FIELDS: [Field; 12] = [
     PRIORITY,
     WEIGHT,
     MAX_BATCH,
+    MIN_INTERVAL_S,
 ];
 
 /// Keys shared by every scope.

@@ -62,6 +62,8 @@ pub struct SourceSettings {
     pub weight: u32,
     /// Texts per embeddings request (`EMBEDDING` only).
     pub max_batch: Option<usize>,
+    /// Least time between two request starts from this process; `None` = no spacing.
+    pub min_interval: Option<Duration>,
 }
 
 impl SourceSettings {
@@ -81,6 +83,7 @@ impl SourceSettings {
             priority: 0,
             weight: 1,
             max_batch: None,
+            min_interval: None,
         }
     }
 }
@@ -372,6 +375,7 @@ fn set_source_field(
         "PRIORITY" => source.priority = parse_number(value, key)?,
         "WEIGHT" => source.weight = parse_number(value, key)?,
         "MAX_BATCH" => source.max_batch = Some(parse_number(value, key)?),
+        "MIN_INTERVAL_S" => source.min_interval = Some(parse_secs(value, key)?),
         other => unreachable!("source field {other} has no parser"),
     }
     Ok(())
@@ -484,6 +488,7 @@ fn check_source(
         priority: source.priority,
         weight,
         max_batch,
+        min_interval: source.min_interval.map_or(Ok(Duration::ZERO), |d| positive(d, &key(keys::MIN_INTERVAL_S)))?,
     })
 }
 
