@@ -8,11 +8,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use polygateway_errors::{
-    AttemptFailure, FailureKind, GatewayError, Invalid, Rejected, Scope, SourceFailure, Unavailable, UnavailableReason,
+    AttemptFailure, FailureKind, GatewayError, Invalid, Rejected, Scope, SourceFailure,
+    Unavailable, UnavailableReason,
 };
 use polygateway_ports::{
-    Admission, AdmissionBackend, AdmissionRequest, BreakerDecision, BreakerPolicy, BreakerState, BreakerStore, Clock,
-    Permit, PermitId, SourceSpec, TelemetrySink, Usage,
+    Admission, AdmissionBackend, AdmissionRequest, BreakerDecision, BreakerPolicy, BreakerState,
+    BreakerStore, Clock, Permit, PermitId, SourceSpec, TelemetrySink, Usage,
 };
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -37,7 +38,10 @@ pub trait Operation: Send + Sync {
     fn estimate(&self, source: &SourceSpec) -> u64;
 
     /// One attempt against `source`.
-    fn attempt<'a>(&'a self, source: &'a SourceSpec) -> impl Future<Output = Result<Self::Output, AttemptFailure>> + Send + 'a;
+    fn attempt<'a>(
+        &'a self,
+        source: &'a SourceSpec,
+    ) -> impl Future<Output = Result<Self::Output, AttemptFailure>> + Send + 'a;
 
     /// The usage a successful output reports, which is what it settles.
     fn usage(output: &Self::Output) -> Option<Usage>;
@@ -95,11 +99,17 @@ pub(crate) struct SourceRuntime {
 
 impl SourceRuntime {
     fn cooldown(&self) -> Option<Instant> {
-        *self.cooldown_until.lock().unwrap_or_else(|e| e.into_inner())
+        *self
+            .cooldown_until
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
     }
 
     fn cool_down_until(&self, until: Instant) {
-        let mut cooldown = self.cooldown_until.lock().unwrap_or_else(|e| e.into_inner());
+        let mut cooldown = self
+            .cooldown_until
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         *cooldown = Some(cooldown.map_or(until, |c| c.max(until)));
     }
 
@@ -189,7 +199,14 @@ impl<B, K> std::fmt::Debug for Engine<B, K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Engine")
             .field("scope", &self.scope)
-            .field("sources", &self.sources.iter().map(|s| &s.spec.name).collect::<Vec<_>>())
+            .field(
+                "sources",
+                &self
+                    .sources
+                    .iter()
+                    .map(|s| &s.spec.name)
+                    .collect::<Vec<_>>(),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -217,8 +234,12 @@ impl<B: AdmissionBackend, K: BreakerStore> Engine<B, K> {
                 spec,
             })
             .collect::<Vec<_>>();
-        let priorities_weights = runtimes.iter().map(|s| (s.spec.priority, s.spec.weight)).collect();
-        let permit_prefix = Random::new(clock.unix_ms() ^ u64::from(std::process::id()).rotate_left(32)).next();
+        let priorities_weights = runtimes
+            .iter()
+            .map(|s| (s.spec.priority, s.spec.weight))
+            .collect();
+        let permit_prefix =
+            Random::new(clock.unix_ms() ^ u64::from(std::process::id()).rotate_left(32)).next();
         Engine {
             scope: config.scope,
             priorities_weights,
@@ -256,7 +277,12 @@ impl<B: AdmissionBackend, K: BreakerStore> Engine<B, K> {
     pub fn recorder(&self) -> CallRecorder {
         let n = self.call_counter.fetch_add(1, Ordering::Relaxed);
         let id = format!("{:016x}{n:08x}", self.permit_prefix);
-        CallRecorder::start(self.scope, Arc::from(id), self.sink.clone(), self.clock.clone())
+        CallRecorder::start(
+            self.scope,
+            Arc::from(id),
+            self.sink.clone(),
+            self.clock.clone(),
+        )
     }
 
     fn next_permit_id(&self) -> PermitId {
@@ -299,10 +325,20 @@ impl<B: AdmissionBackend, K: BreakerStore> Engine<B, K> {
         loop {
             let now = Instant::now();
             if attempts >= self.retry.max_attempts {
-                return Err(self.unavailable(UnavailableReason::AttemptsExhausted, &not_before, &last_errors, now));
+                return Err(self.unavailable(
+                    UnavailableReason::AttemptsExhausted,
+                    &not_before,
+                    &last_errors,
+                    now,
+                ));
             }
             if now > last_progress + self.retry.stall_window {
-                return Err(self.unavailable(UnavailableReason::Stalled, &not_before, &last_errors, now));
+                return Err(self.unavailable(
+                    UnavailableReason::Stalled,
+                    &not_before,
+                    &last_errors,
+                    now,
+                ));
             }
             let usable = |i: usize| {
                 let source = &self.sources[i];
@@ -314,7 +350,11 @@ impl<B: AdmissionBackend, K: BreakerStore> Engine<B, K> {
             let mut admitted = None;
             for i in candidates {
                 let source = &self.sources[i];
-                let est = if self.zero_tokens { 0 } else { op.estimate(&source.spec) };
+                let est = if self.zero_tokens {
+                    0
+                } else {
+                    op.estimate(&source.spec)
+                };
                 match self.admit(source, est).await {
                     Ok((permit, probe)) => {
                         admitted = Some((i, permit, probe, est));
@@ -328,13 +368,29 @@ impl<B: AdmissionBackend, K: BreakerStore> Engine<B, K> {
                 }
             }
             let Some((i, permit, probe, est)) = admitted else {
-                self.wait_for_a_source(&not_before, &blocked, &last_errors, last_progress, deadline).await?;
+                self.wait_for_a_source(
+                    &not_before,
+                    &blocked,
+                    &last_errors,
+                    last_progress,
+                    deadline,
+                )
+                .await?;
                 continue;
             };
 
             attempts += 1;
             let source = &self.sources[i];
-            let mut guard = AttemptGuard::new(source, &self.settler, &trace, permit, attempts, est, self.zero_tokens, probe);
+            let mut guard = AttemptGuard::new(
+                source,
+                &self.settler,
+                &trace,
+                permit,
+                attempts,
+                est,
+                self.zero_tokens,
+                probe,
+            );
             source.pacer.wait_turn().await;
             guard.transport_started();
             let span = tracing::debug_span!("attempt", scope = %self.scope, source = %source.spec.name, attempt = attempts, probe);
@@ -357,7 +413,9 @@ impl<B: AdmissionBackend, K: BreakerStore> Engine<B, K> {
                     if failure.status().is_some() {
                         last_progress = now; // the source answered
                     }
-                    let cooled_down = failure.kind() == FailureKind::Transient && failure.status() == Some(429) && failure.retry_after().is_some();
+                    let cooled_down = failure.kind() == FailureKind::Transient
+                        && failure.status() == Some(429)
+                        && failure.retry_after().is_some();
                     if let (true, Some(hint)) = (cooled_down, failure.retry_after()) {
                         source.cool_down_until(now + hint);
                     }
@@ -367,10 +425,21 @@ impl<B: AdmissionBackend, K: BreakerStore> Engine<B, K> {
                     tracing::debug!(scope = %self.scope, source = %source.spec.name, attempt = attempts, %failure, "attempt failed");
                     match failure.kind() {
                         FailureKind::RequestRejected => {
-                            return Err(Rejected::new(self.scope, &source.spec.name, failure.status(), failure.message()).into());
+                            return Err(Rejected::new(
+                                self.scope,
+                                &source.spec.name,
+                                failure.status(),
+                                failure.message(),
+                            )
+                            .into());
                         }
                         FailureKind::ResultInvalid => {
-                            return Err(Invalid::new(self.scope, &source.spec.name, failure.message()).into());
+                            return Err(Invalid::new(
+                                self.scope,
+                                &source.spec.name,
+                                failure.message(),
+                            )
+                            .into());
                         }
                         FailureKind::SourceDead => {
                             blocked[i] = Some(Block::Dead);
@@ -393,18 +462,31 @@ impl<B: AdmissionBackend, K: BreakerStore> Engine<B, K> {
 
     /// Pass the breaker and the admission backend for one attempt on `source`. On `Err`, why
     /// not and when to look again.
-    async fn admit(&self, source: &SourceRuntime, est: u64) -> Result<(Permit, bool), (Block, Option<Duration>)> {
+    async fn admit(
+        &self,
+        source: &SourceRuntime,
+        est: u64,
+    ) -> Result<(Permit, bool), (Block, Option<Duration>)> {
         let mut undo = AdmitGuard::new(source, &self.settler);
-        let probe = match self.breakers.try_acquire(&source.spec.name, &self.breaker).await {
+        let probe = match self
+            .breakers
+            .try_acquire(&source.spec.name, &self.breaker)
+            .await
+        {
             Ok(BreakerDecision::Allow) => false,
             Ok(BreakerDecision::Probe) => {
                 undo.holds_probe();
                 true
             }
-            Ok(BreakerDecision::Reject { retry_after }) => return Err((Block::Breaker, retry_after)),
+            Ok(BreakerDecision::Reject { retry_after }) => {
+                return Err((Block::Breaker, retry_after));
+            }
             Err(error) => {
                 tracing::warn!(source = %source.spec.name, %error, "breaker backend unavailable; failing closed");
-                return Err((Block::Backend, Some(error.retry_after().unwrap_or(Duration::from_secs(1)))));
+                return Err((
+                    Block::Backend,
+                    Some(error.retry_after().unwrap_or(Duration::from_secs(1))),
+                ));
             }
         };
         let permit_id = self.next_permit_id();
@@ -428,7 +510,10 @@ impl<B: AdmissionBackend, K: BreakerStore> Engine<B, K> {
             Err(error) => {
                 tracing::warn!(source = %source.spec.name, %error, "admission backend unavailable; failing closed");
                 // Keep `reserving`: the command may have run; the release is idempotent.
-                Err((Block::Backend, Some(error.retry_after().unwrap_or(Duration::from_secs(1)))))
+                Err((
+                    Block::Backend,
+                    Some(error.retry_after().unwrap_or(Duration::from_secs(1))),
+                ))
             }
         }
     }
@@ -449,7 +534,9 @@ impl<B: AdmissionBackend, K: BreakerStore> Engine<B, K> {
             .iter()
             .enumerate()
             .map(|(i, source)| {
-                let mut at = not_before[i].unwrap_or(now).max(source.cooldown().unwrap_or(now));
+                let mut at = not_before[i]
+                    .unwrap_or(now)
+                    .max(source.cooldown().unwrap_or(now));
                 if source.pacer.is_full() {
                     at = at.max(now + FULL_POLL);
                 }
@@ -461,9 +548,17 @@ impl<B: AdmissionBackend, K: BreakerStore> Engine<B, K> {
         if wake > stall_end || deadline.is_some_and(|d| wake > d) {
             let reason = if blocked.iter().all(|b| *b == Some(Block::Backend)) {
                 UnavailableReason::BackendUnavailable
-            } else if blocked.iter().all(|b| matches!(b, Some(Block::Breaker | Block::Dead))) {
+            } else if blocked
+                .iter()
+                .all(|b| matches!(b, Some(Block::Breaker | Block::Dead)))
+            {
                 UnavailableReason::CircuitOpen
-            } else if blocked.contains(&Some(Block::Quota)) || self.sources.iter().any(|s| s.cooldown().is_some_and(|c| c > now)) {
+            } else if blocked.contains(&Some(Block::Quota))
+                || self
+                    .sources
+                    .iter()
+                    .any(|s| s.cooldown().is_some_and(|c| c > now))
+            {
                 UnavailableReason::QuotaWaitExceeded
             } else {
                 UnavailableReason::Stalled
@@ -529,8 +624,16 @@ impl<B: AdmissionBackend, K: BreakerStore> Engine<B, K> {
                     .with_retry_after(e.retry_after())
                     .into()
             };
-            let usage = self.admission.usage(&source.spec.name, source.spec.limits).await.map_err(backend_down)?;
-            let breaker = self.breakers.state(&source.spec.name, &self.breaker).await.map_err(backend_down)?;
+            let usage = self
+                .admission
+                .usage(&source.spec.name, source.spec.limits)
+                .await
+                .map_err(backend_down)?;
+            let breaker = self
+                .breakers
+                .state(&source.spec.name, &self.breaker)
+                .await
+                .map_err(backend_down)?;
             let c = &source.counters;
             out.push(SourceStats {
                 name: source.spec.name.clone(),
@@ -570,3 +673,6 @@ impl<B: AdmissionBackend, K: BreakerStore> Engine<B, K> {
         self.settler.flush().await;
     }
 }
+
+#[cfg(test)]
+mod tests;

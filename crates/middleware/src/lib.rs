@@ -19,6 +19,8 @@ mod pacer;
 mod retry;
 mod settle;
 mod telemetry;
+#[cfg(test)]
+mod testing;
 
 pub use clock::TokioClock;
 pub use engine::{Engine, EngineConfig, Operation, Served, SourceStats};

@@ -24,7 +24,10 @@ impl<T: ChatTransport> Operation for ChatCall<'_, T> {
         source.effective_est_tokens(self.request.est_tokens)
     }
 
-    fn attempt<'a>(&'a self, source: &'a SourceSpec) -> impl Future<Output = Result<ChatResult, AttemptFailure>> + Send + 'a {
+    fn attempt<'a>(
+        &'a self,
+        source: &'a SourceSpec,
+    ) -> impl Future<Output = Result<ChatResult, AttemptFailure>> + Send + 'a {
         self.transport.chat(source, self.request)
     }
 

@@ -30,7 +30,8 @@ impl Pacer {
 
     /// Whether this process already has `max_concurrency` attempts in flight on the source.
     pub(crate) fn is_full(&self) -> bool {
-        self.max_concurrency.is_some_and(|max| self.inflight.load(Ordering::Relaxed) >= max)
+        self.max_concurrency
+            .is_some_and(|max| self.inflight.load(Ordering::Relaxed) >= max)
     }
 
     pub(crate) fn enter(&self) {
@@ -75,7 +76,11 @@ mod tests {
         tokio::time::sleep(Duration::from_secs(1)).await;
         let t1 = Instant::now();
         pacer.wait_turn().await;
-        assert_eq!(t1.elapsed(), Duration::ZERO, "an idle source starts at once");
+        assert_eq!(
+            t1.elapsed(),
+            Duration::ZERO,
+            "an idle source starts at once"
+        );
     }
 
     #[test]

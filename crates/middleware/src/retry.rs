@@ -61,7 +61,9 @@ pub(crate) fn order(
     avoid: Option<usize>,
     random: &Random,
 ) -> Vec<usize> {
-    let mut candidates: Vec<usize> = (0..priorities_weights.len()).filter(|&i| usable(i)).collect();
+    let mut candidates: Vec<usize> = (0..priorities_weights.len())
+        .filter(|&i| usable(i))
+        .collect();
     candidates.sort_by_key(|&i| priorities_weights[i].0);
     let mut ordered = Vec::with_capacity(candidates.len());
     let mut start = 0;
@@ -75,7 +77,10 @@ pub(crate) fn order(
         let mut group: Vec<usize> = candidates[start..end].to_vec();
         // Weighted shuffle: draw one at a time, proportionally to weight.
         while !group.is_empty() {
-            let total: u64 = group.iter().map(|&i| u64::from(priorities_weights[i].1.max(1))).sum();
+            let total: u64 = group
+                .iter()
+                .map(|&i| u64::from(priorities_weights[i].1.max(1)))
+                .sum();
             let mut draw = random.next() % total;
             let pos = group
                 .iter()
@@ -118,12 +123,30 @@ mod tests {
     #[test]
     fn backoff_is_full_jitter_under_a_doubling_capped_ceiling() {
         let p = policy();
-        assert_eq!(p.backoff(1, u64::MAX), Duration::from_nanos(u64::MAX % 100_000_001));
-        for (n, ceiling_ms) in [(1, 100), (2, 200), (3, 400), (4, 800), (5, 1000), (40, 1000)] {
+        assert_eq!(
+            p.backoff(1, u64::MAX),
+            Duration::from_nanos(u64::MAX % 100_000_001)
+        );
+        for (n, ceiling_ms) in [
+            (1, 100),
+            (2, 200),
+            (3, 400),
+            (4, 800),
+            (5, 1000),
+            (40, 1000),
+        ] {
             let ceiling = Duration::from_millis(ceiling_ms);
             let nanos = ceiling.as_nanos() as u64;
-            assert_eq!(p.backoff(n, nanos), ceiling, "draw at the top is the ceiling ({n})");
-            assert_eq!(p.backoff(n, nanos + 1), Duration::ZERO, "wraps to zero ({n})");
+            assert_eq!(
+                p.backoff(n, nanos),
+                ceiling,
+                "draw at the top is the ceiling ({n})"
+            );
+            assert_eq!(
+                p.backoff(n, nanos + 1),
+                Duration::ZERO,
+                "wraps to zero ({n})"
+            );
         }
     }
 
@@ -140,7 +163,9 @@ mod tests {
         let o = order(&sources, |i| i != 3, Some(1), &random);
         assert_eq!(o, [2, 0, 1]);
         // Weight 3 against 1: the heavier source comes first about three times in four.
-        let first_heavy = (0..4000).filter(|_| order(&sources, |_| true, None, &random)[0] == 2).count();
+        let first_heavy = (0..4000)
+            .filter(|_| order(&sources, |_| true, None, &random)[0] == 2)
+            .count();
         assert!((2700..3300).contains(&first_heavy), "{first_heavy}");
     }
 }

@@ -73,7 +73,12 @@ pub struct CallRecorder {
 
 impl CallRecorder {
     /// Start recording a call of `scope` with id `call_id`.
-    pub fn start(scope: Scope, call_id: Arc<str>, sink: Arc<dyn TelemetrySink>, clock: Arc<dyn Clock>) -> Self {
+    pub fn start(
+        scope: Scope,
+        call_id: Arc<str>,
+        sink: Arc<dyn TelemetrySink>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
         CallRecorder {
             scope,
             call_id,

@@ -17,7 +17,11 @@ use polygateway_ports::{AdmissionBackend, BreakerOutcome, BreakerPolicy, Breaker
 use tokio::sync::{mpsc, oneshot};
 
 /// Delays between the tries of a job that failed (then it is given up, with a warning).
-const RETRY_DELAYS: [Duration; 3] = [Duration::from_millis(50), Duration::from_millis(250), Duration::from_secs(1)];
+const RETRY_DELAYS: [Duration; 3] = [
+    Duration::from_millis(50),
+    Duration::from_millis(250),
+    Duration::from_secs(1),
+];
 
 /// What the settler does.
 pub(crate) enum Job {
@@ -112,12 +116,20 @@ async fn run<B: AdmissionBackend, K: BreakerStore>(
     while running.join_next().await.is_some() {}
 }
 
-fn boxed<B: AdmissionBackend, K: BreakerStore>(job: Job, admission: &Arc<B>, breakers: &Arc<K>, policy: BreakerPolicy) -> BoxedJob {
+fn boxed<B: AdmissionBackend, K: BreakerStore>(
+    job: Job,
+    admission: &Arc<B>,
+    breakers: &Arc<K>,
+    policy: BreakerPolicy,
+) -> BoxedJob {
     match job {
         Job::Settle { permit, tokens } => {
             let admission = admission.clone();
             Box::pin(async move {
-                retrying("settle", &permit.source, || admission.settle_and_release(&permit, tokens)).await;
+                retrying("settle", &permit.source, || {
+                    admission.settle_and_release(&permit, tokens)
+                })
+                .await;
             })
         }
         Job::Breaker {
@@ -128,7 +140,10 @@ fn boxed<B: AdmissionBackend, K: BreakerStore>(job: Job, admission: &Arc<B>, bre
         } => {
             let breakers = breakers.clone();
             Box::pin(async move {
-                let tripped = retrying("breaker report", &source, || breakers.record(&source, &policy, outcome, was_probe)).await;
+                let tripped = retrying("breaker report", &source, || {
+                    breakers.record(&source, &policy, outcome, was_probe)
+                })
+                .await;
                 if tripped == Some(true) {
                     trips.fetch_add(1, Ordering::Relaxed);
                 }

@@ -488,7 +488,9 @@ fn check_source(
         priority: source.priority,
         weight,
         max_batch,
-        min_interval: source.min_interval.map_or(Ok(Duration::ZERO), |d| positive(d, &key(keys::MIN_INTERVAL_S)))?,
+        min_interval: source.min_interval.map_or(Ok(Duration::ZERO), |d| {
+            positive(d, &key(keys::MIN_INTERVAL_S))
+        })?,
     })
 }
 
