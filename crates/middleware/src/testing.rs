@@ -81,6 +81,8 @@ impl ChatTransport for FakeTransport {
                 model: source.model.clone(),
                 source: source.name.clone(),
                 attempts: 1,
+                logical_call_id: String::new(),
+                latency_ms: 0,
             }),
             Step::Fail(failure) => Err(failure),
             Step::Hang => std::future::pending().await,

@@ -20,7 +20,16 @@
 //! # Ok::<(), polygateway::ConfigError>(())
 //! ```
 
+mod client;
 pub mod config;
+pub mod telemetry;
+
+pub use client::{CallOptions, ClientBuilder, GatewayClient};
+pub use polygateway_middleware::{SourceStats, TokioClock};
+pub use polygateway_ports::{
+    BreakerState, Clock, EventKind, ManualClock, SystemClock, TelemetryRow, TelemetrySink,
+};
+pub use polygateway_transports::HttpConfig;
 
 pub use polygateway_deadline::{CallDeadline, with_call_deadline};
 pub use polygateway_errors::{

@@ -128,4 +128,10 @@ pub struct ChatResult {
     pub source: String,
     /// How many attempts the logical call took (filled in by the pipeline).
     pub attempts: u32,
+    /// The logical call's id, as in its telemetry rows (filled in by the client).
+    #[serde(default)]
+    pub logical_call_id: String,
+    /// The logical call's duration in milliseconds (filled in by the client).
+    #[serde(default)]
+    pub latency_ms: u64,
 }

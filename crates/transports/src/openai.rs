@@ -174,6 +174,8 @@ impl ChatTransport for OpenAiTransport {
             model: response.model.unwrap_or_else(|| source.model.clone()),
             source: source.name.clone(),
             attempts: 1,
+            logical_call_id: String::new(),
+            latency_ms: 0,
         })
     }
 }
