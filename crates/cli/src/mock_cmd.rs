@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use polygateway::{ConfigError, GatewayError};
 use polygateway_mock::{Behaviour, Latency, MockUpstream, Scenario, Script, Step};
 
-use crate::{usage, usage_error};
+use crate::{string_value, usage, usage_error};
 
 pub(crate) const HELP: &str = "\
 usage: polygw mock [--listen ADDR] [--scenario FILE | flags…]
@@ -53,21 +53,21 @@ pub(crate) fn run(mut args: lexopt::Parser) -> Result<(), GatewayError> {
                 return Ok(());
             }
             Long("listen") => {
-                let text = value(&mut args, "--listen")?;
+                let text = string_value(&mut args, "--listen")?;
                 flags.listen = Some(text.parse().map_err(|_| {
                     invalid("--listen", &text, "expected IP:PORT, e.g. 127.0.0.1:8080")
                 })?);
             }
             Long("scenario") => {
-                flags.scenario_file = Some(PathBuf::from(value(&mut args, "--scenario")?))
+                flags.scenario_file = Some(PathBuf::from(string_value(&mut args, "--scenario")?))
             }
             Long("latency-ms") => {
-                let text = value(&mut args, "--latency-ms")?;
+                let text = string_value(&mut args, "--latency-ms")?;
                 flags.latency = parse_latency(&text)?;
                 flags.shaped_by_flags = true;
             }
             Long("sequence") => {
-                let text = value(&mut args, "--sequence")?;
+                let text = string_value(&mut args, "--sequence")?;
                 flags.sequence = text
                     .split(',')
                     .map(|s| {
@@ -87,21 +87,23 @@ pub(crate) fn run(mut args: lexopt::Parser) -> Result<(), GatewayError> {
                 flags.shaped_by_flags = true;
             }
             Long("retry-after") => {
-                flags.retry_after = Some(value(&mut args, "--retry-after")?);
+                flags.retry_after = Some(string_value(&mut args, "--retry-after")?);
                 flags.shaped_by_flags = true;
             }
             Long("error-rate") => {
-                flags.error_rate = parse_rate("--error-rate", &value(&mut args, "--error-rate")?)?;
+                flags.error_rate =
+                    parse_rate("--error-rate", &string_value(&mut args, "--error-rate")?)?;
                 flags.shaped_by_flags = true;
             }
             Long("hang-rate") => {
-                flags.hang_rate = parse_rate("--hang-rate", &value(&mut args, "--hang-rate")?)?;
+                flags.hang_rate =
+                    parse_rate("--hang-rate", &string_value(&mut args, "--hang-rate")?)?;
                 flags.shaped_by_flags = true;
             }
-            Long("api-key") => flags.api_key = Some(value(&mut args, "--api-key")?),
+            Long("api-key") => flags.api_key = Some(string_value(&mut args, "--api-key")?),
             Long("no-request-log") => flags.no_request_log = true,
             Long("seed") => {
-                let text = value(&mut args, "--seed")?;
+                let text = string_value(&mut args, "--seed")?;
                 flags.seed = Some(
                     text.parse()
                         .map_err(|_| invalid("--seed", &text, "expected a whole number"))?,
@@ -142,13 +144,6 @@ pub(crate) fn run(mut args: lexopt::Parser) -> Result<(), GatewayError> {
         println!("mock upstream stopped after {} requests", counters.total);
         Ok(())
     })
-}
-
-fn value(args: &mut lexopt::Parser, name: &str) -> Result<String, GatewayError> {
-    args.value()
-        .map_err(usage_error)?
-        .into_string()
-        .map_err(|_| usage(format!("{name} must be UTF-8")))
 }
 
 fn scenario(flags: &Flags) -> Result<Scenario, GatewayError> {
