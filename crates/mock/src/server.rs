@@ -41,6 +41,10 @@ impl Drop for MockUpstream {
 
 impl MockUpstream {
     /// Start on a free loopback port with `scenario`, on the current tokio runtime.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future before it completes leaves nothing running.
     pub async fn start(scenario: Scenario) -> std::io::Result<MockUpstream> {
         MockUpstream::bind(SocketAddr::from(([127, 0, 0, 1], 0)), scenario).await
     }

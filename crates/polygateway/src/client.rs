@@ -167,16 +167,26 @@ struct Inner {
 /// `Retry-After`, fail-over, the stall window and the optional call deadline, with every
 /// reservation settled exactly once. Cheap to clone; clones share everything.
 ///
-/// ```no_run
+/// ```
+/// # use polygateway_mock::{MockUpstream, Scenario};
+/// use polygateway::config::{GatewaySettings, SourceSettings};
 /// use polygateway::{ChatRequest, GatewayClient, Scope};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), polygateway::GatewayError> {
-/// // LLM__SOURCE__<NAME>__BASE_URL, __MODEL, __API_KEY, … from the environment or .env
-/// let client = GatewayClient::from_env(Scope::Llm)?;
+/// # let mock = MockUpstream::start(Scenario::default()).await.expect("mock upstream");
+/// # let base_url = mock.base_url("LOCAL");
+/// // Usually: GatewayClient::from_env(Scope::Llm)? with LLM__SOURCE__<NAME>__… keys.
+/// let mut settings = GatewaySettings::new(Scope::Llm);
+/// settings.sources.push(SourceSettings {
+///     model: Some("qwen2.5".into()),
+///     tpm: Some(60_000),
+///     ..SourceSettings::new("LOCAL", base_url) // e.g. "http://127.0.0.1:8000/v1"
+/// });
+/// let client = GatewayClient::from_settings(&settings)?;
 /// let answer = client.chat(ChatRequest::from_prompt("Say hello")).await?;
-/// println!("{} (from {}, {} attempt(s))", answer.content, answer.source, answer.attempts);
-/// client.shutdown().await;
+/// assert_eq!((answer.source.as_str(), answer.attempts), ("LOCAL", 1));
+/// client.shutdown().await; // drains the settler: nothing queued is lost
 /// # Ok(())
 /// # }
 /// ```
