@@ -24,6 +24,6 @@ mod testing;
 
 pub use clock::TokioClock;
 pub use engine::{Engine, EngineConfig, Operation, Served, SourceStats};
-pub use operation::ChatCall;
+pub use operation::{ChatCall, EmbedBatch, OcrLayoutCall, OcrTextCall};
 pub use retry::RetryPolicy;
 pub use telemetry::{CallRecorder, CallSummary};

@@ -24,7 +24,10 @@ mod client;
 pub mod config;
 pub mod telemetry;
 
-pub use client::{CallOptions, ClientBuilder, GatewayClient};
+pub use client::{
+    CallOptions, ClientBuilder, EmbeddingClient, GatewayClient, OcrClient, OcrOptions,
+    detect_document_type,
+};
 pub use polygateway_middleware::{SourceStats, TokioClock};
 pub use polygateway_ports::{
     BreakerState, Clock, EventKind, ManualClock, SystemClock, TelemetryRow, TelemetrySink,
@@ -37,6 +40,6 @@ pub use polygateway_errors::{
     GatewayError, Invalid, Rejected, Scope, SourceFailure, Unavailable, UnavailableReason,
 };
 pub use polygateway_ports::{
-    ChatRequest, ChatResult, Effort, EmbeddingResult, Message, Role, Secret, SourceKind,
-    SourceSpec, Usage,
+    ChatRequest, ChatResult, Effort, EmbeddingResult, Message, OcrLayout, OcrReturnType, OcrText,
+    Role, Secret, SourceKind, SourceSpec, Usage,
 };

@@ -24,9 +24,12 @@ pub(crate) const CALL_DEADLINE_S: Field = field("CALL_DEADLINE_S", "call_deadlin
 pub(crate) const BREAKER_FAILURES: Field = field("BREAKER_FAILURES", "breaker_failures");
 pub(crate) const BREAKER_OPEN_S: Field = field("BREAKER_OPEN_S", "breaker_open");
 pub(crate) const BACKEND: Field = field("BACKEND", "backend");
+pub(crate) const BATCH_CONCURRENCY: Field = field("BATCH_CONCURRENCY", "batch_concurrency");
+pub(crate) const MAX_FILE_BYTES: Field = field("MAX_FILE_BYTES", "max_file_bytes");
 
-/// The scope-level fields: `{SCOPE}__{FIELD}`.
-pub(crate) const SCOPE_FIELDS: [Field; 9] = [
+/// The scope-level fields: `{SCOPE}__{FIELD}`. `BATCH_CONCURRENCY` is valid only in the
+/// `EMBEDDING` scope and `MAX_FILE_BYTES` only in `OCR` ([`scope_only`]).
+pub(crate) const SCOPE_FIELDS: [Field; 11] = [
     TIMEOUT_S,
     MAX_ATTEMPTS,
     BACKOFF_BASE_S,
@@ -36,7 +39,20 @@ pub(crate) const SCOPE_FIELDS: [Field; 9] = [
     BREAKER_FAILURES,
     BREAKER_OPEN_S,
     BACKEND,
+    BATCH_CONCURRENCY,
+    MAX_FILE_BYTES,
 ];
+
+/// The one scope a field belongs to, for fields that apply to a single scope.
+pub(crate) fn scope_only(field: Field) -> Option<Scope> {
+    if field == MAX_BATCH || field == BATCH_CONCURRENCY {
+        Some(Scope::Embedding)
+    } else if field == MAX_FILE_BYTES {
+        Some(Scope::Ocr)
+    } else {
+        None
+    }
+}
 
 pub(crate) const KIND: Field = field("KIND", "kind");
 pub(crate) const BASE_URL: Field = field("BASE_URL", "base_url");
@@ -118,11 +134,17 @@ impl Origin {
 pub(crate) fn all_keys() -> Vec<String> {
     let mut out = Vec::new();
     for scope in Scope::ALL {
-        out.extend(SCOPE_FIELDS.iter().map(|f| format!("{scope}__{}", f.env)));
+        let applies = |f: &&Field| scope_only(**f).is_none_or(|only| only == scope);
+        out.extend(
+            SCOPE_FIELDS
+                .iter()
+                .filter(applies)
+                .map(|f| format!("{scope}__{}", f.env)),
+        );
         out.extend(
             SOURCE_FIELDS
                 .iter()
-                .filter(|f| f.env != MAX_BATCH.env || scope == Scope::Embedding)
+                .filter(applies)
                 .map(|f| format!("{scope}__{SOURCE_SEGMENT}__<NAME>__{}", f.env)),
         );
     }
@@ -153,6 +175,11 @@ pub(crate) fn classify(scope: Scope, key: &str) -> Result<ScopeKey<'_>, ConfigEr
     let unknown = |problem: String| Err(ConfigError::invalid(key, "<any>", problem));
     match segments.as_slice() {
         [name] => match SCOPE_FIELDS.iter().find(|f| f.env == *name) {
+            Some(f) if scope_only(*f).is_some_and(|only| only != scope) => unknown(format!(
+                "{} applies to the {} scope only, not {scope}",
+                f.env,
+                scope_only(*f).map_or("?", Scope::as_str)
+            )),
             Some(f) => Ok(ScopeKey::Scope(*f)),
             None => unknown(format!(
                 "unknown key under {scope}__; known scope keys: {}",

@@ -111,6 +111,10 @@ const BREAKER_DEAD_OPEN: Duration = Duration::from_secs(600);
 pub const LEASE_MARGIN: Duration = Duration::from_secs(5);
 /// Default `EST_TOKENS` for chat and embeddings sources.
 pub const DEFAULT_EST_TOKENS: u64 = 1000;
+/// Default `EMBEDDING__BATCH_CONCURRENCY`.
+pub const DEFAULT_BATCH_CONCURRENCY: usize = 4;
+/// Default `OCR__MAX_FILE_BYTES`: 20 MiB, room for a scanned multi-page PDF.
+pub const DEFAULT_MAX_FILE_BYTES: usize = 20 * 1024 * 1024;
 /// Default `MAX_BATCH` for embeddings sources (OpenAI accepts up to 2048 inputs; smaller
 /// batches fail over and retry more cheaply).
 pub const DEFAULT_MAX_BATCH: usize = 64;
@@ -160,6 +164,10 @@ pub struct GatewaySettings {
     pub redis_url: Option<Secret>,
     /// Telemetry rows go to this JSON-lines file when set.
     pub telemetry_jsonl: Option<PathBuf>,
+    /// Embeddings batches in flight at once for one `embed` call (`EMBEDDING` only).
+    pub batch_concurrency: usize,
+    /// The largest document `OcrClient` accepts, in bytes (`OCR` only).
+    pub max_file_bytes: usize,
     /// The scope's sources.
     pub sources: Vec<SourceSettings>,
 }
@@ -187,6 +195,10 @@ pub struct ScopeConfig {
     pub redis_url: Option<Secret>,
     /// The JSON-lines telemetry file.
     pub telemetry_jsonl: Option<PathBuf>,
+    /// Embeddings batches in flight at once for one call.
+    pub batch_concurrency: usize,
+    /// The largest OCR document accepted, in bytes.
+    pub max_file_bytes: usize,
     /// The sources, validated, in configuration order.
     pub sources: Vec<SourceSpec>,
 }
@@ -207,6 +219,8 @@ impl GatewaySettings {
             backend: BackendKind::Memory,
             redis_url: None,
             telemetry_jsonl: None,
+            batch_concurrency: DEFAULT_BATCH_CONCURRENCY,
+            max_file_bytes: DEFAULT_MAX_FILE_BYTES,
             sources: Vec::new(),
         }
     }
@@ -258,6 +272,8 @@ impl GatewaySettings {
             }
             "BREAKER_FAILURES" => self.breaker_failures = parse_number(value, key)?,
             "BREAKER_OPEN_S" => self.breaker_open = parse_secs(value, key)?,
+            "BATCH_CONCURRENCY" => self.batch_concurrency = parse_number(value, key)?,
+            "MAX_FILE_BYTES" => self.max_file_bytes = parse_number(value, key)?,
             "BACKEND" => {
                 self.backend = match value {
                     "memory" => BackendKind::Memory,
@@ -296,6 +312,9 @@ impl GatewaySettings {
             .transpose()?;
         let max_attempts = at_least_one(self.max_attempts, &key(keys::MAX_ATTEMPTS))?;
         let breaker_failures = at_least_one(self.breaker_failures, &key(keys::BREAKER_FAILURES))?;
+        let batch_concurrency =
+            at_least_one(self.batch_concurrency, &key(keys::BATCH_CONCURRENCY))?;
+        let max_file_bytes = at_least_one(self.max_file_bytes, &key(keys::MAX_FILE_BYTES))?;
         let redis_key = origin.shared_key(keys::REDIS_URL, "redis_url");
         match (&self.redis_url, self.backend) {
             (None, BackendKind::Redis) => {
@@ -347,6 +366,8 @@ impl GatewaySettings {
             backend: self.backend,
             redis_url: self.redis_url.clone(),
             telemetry_jsonl: self.telemetry_jsonl.clone(),
+            batch_concurrency,
+            max_file_bytes,
             sources,
         })
     }
