@@ -97,6 +97,17 @@ impl MockUpstream {
         self.state.window_peak(source, window)
     }
 
+    /// Wait until the mock has received at least `n` requests in all — the explicit "entered"
+    /// signal for cancellation tests (no sleeping and hoping).
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future stops the waiting; nothing else changes.
+    pub async fn until_received(&self, n: u64) {
+        let mut received = self.state.received.subscribe();
+        let _ = received.wait_for(|total| *total >= n).await;
+    }
+
     /// Run until the process ends (for `polygw mock`).
     ///
     /// # Cancel safety
@@ -168,6 +179,8 @@ struct State {
     http2: AtomicU64,
     requests: Mutex<BTreeMap<(String, Route), u64>>,
     log: Mutex<Vec<LogEntry>>,
+    /// Requests received, for [`MockUpstream::until_received`].
+    received: tokio::sync::watch::Sender<u64>,
 }
 
 impl State {
@@ -185,6 +198,7 @@ impl State {
             http2: AtomicU64::new(0),
             requests: Mutex::new(BTreeMap::new()),
             log: Mutex::new(Vec::new()),
+            received: tokio::sync::watch::Sender::new(0),
         }
     }
 
@@ -211,6 +225,7 @@ impl State {
     }
 
     fn record(&self, source: &str, route: Route, tokens: u64, keep_log: bool) {
+        self.received.send_modify(|n| *n += 1);
         let mut requests = self.requests.lock().unwrap_or_else(|e| e.into_inner());
         match requests.get_mut(&(source.to_owned(), route)) {
             Some(n) => *n += 1,
