@@ -4,7 +4,6 @@
 //! with a per-source table.
 
 use std::collections::BTreeMap;
-use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -14,6 +13,7 @@ use polygateway::{
 };
 use polygateway_mock::{Behaviour, Latency, MockUpstream, Scenario, Script, Step};
 
+use crate::progress::Progress;
 use crate::{runtime, string_value, usage, usage_error};
 
 const DEFAULT_CALLS: usize = 400;
@@ -239,55 +239,6 @@ fn percentile(sorted: &[u64], p: usize) -> String {
     }
     let rank = (sorted.len() * p).div_ceil(100).clamp(1, sorted.len());
     sorted[rank - 1].to_string()
-}
-
-/// A progress bar on stderr: redrawn in place on a terminal, a line per tenth otherwise.
-struct Progress {
-    total: usize,
-    terminal: bool,
-    last_tenth: Mutex<usize>,
-}
-
-impl Progress {
-    fn new(total: usize) -> Self {
-        Progress {
-            total,
-            terminal: std::io::stderr().is_terminal(),
-            last_tenth: Mutex::new(0),
-        }
-    }
-
-    fn line(&self, ok: usize, failed: usize) -> String {
-        let done = ok + failed;
-        let width = 30;
-        let filled = done * width / self.total.max(1);
-        format!(
-            "[{}{}] {done}/{} ok={ok} failed={failed}",
-            "#".repeat(filled),
-            ".".repeat(width - filled),
-            self.total
-        )
-    }
-
-    fn show(&self, ok: usize, failed: usize) {
-        if self.terminal {
-            eprint!("\r{}", self.line(ok, failed));
-            let _ = std::io::stderr().flush();
-            return;
-        }
-        let tenth = (ok + failed) * 10 / self.total.max(1);
-        let mut last = self.last_tenth.lock().unwrap_or_else(|e| e.into_inner());
-        if tenth > *last {
-            *last = tenth;
-            eprintln!("{}", self.line(ok, failed));
-        }
-    }
-
-    fn finish(&self, ok: usize, failed: usize) {
-        if self.terminal {
-            eprintln!("\r{}", self.line(ok, failed));
-        }
-    }
 }
 
 #[cfg(test)]

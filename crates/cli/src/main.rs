@@ -9,7 +9,10 @@
 mod chat_cmd;
 mod config_cmd;
 mod demo_cmd;
+mod embed_cmd;
 mod mock_cmd;
+mod ocr_cmd;
+mod progress;
 mod stats_cmd;
 
 use std::process::ExitCode;
@@ -21,7 +24,9 @@ usage: polygw <command> [options]
 
 commands:
   chat [--json] [--deadline S] PROMPT  one chat completion through the gateway (LLM scope)
-  stats [--json]                       per source: tpm_used, rpm_used, inflight, breaker
+  embed [--file F | --jsonl F] [TEXT…] vectors as JSON lines (EMBEDDING scope)
+  ocr [--layout [--markdown]] FILE…    text, or layout as JSON lines (OCR scope)
+  stats [--json]                       per scope and source: tpm_used, rpm_used, inflight, breaker
   demo [--calls N]                     a burst of calls through the whole pipeline against an
                                        embedded mock (a 429 storm and a failing source)
   config [--scope LLM|EMBEDDING|OCR]   validate the configuration and print it (secrets elided)
@@ -80,6 +85,8 @@ fn run(mut args: lexopt::Parser, out: &mut Output) -> Result<(), GatewayError> {
         }
         "chat" => chat_cmd::run(args, out),
         "stats" => stats_cmd::run(args, out),
+        "embed" => embed_cmd::run(args),
+        "ocr" => ocr_cmd::run(args),
         "demo" => demo_cmd::run(args),
         "mock" => mock_cmd::run(args),
         "help" => {

@@ -1,8 +1,13 @@
 //! `polygw stats [--json]`: per scope and source, `tpm_used`, `rpm_used`, `inflight`,
-//! `breaker` (SPEC §18). With the memory backend a new process holds nothing, so it shows
-//! zeros; the Redis backend shows what every process together holds.
+//! `breaker` (SPEC §18), for every scope the environment configures. With the memory backend a
+//! new process holds nothing, so it shows zeros; the Redis backend shows what every process
+//! together holds.
 
-use polygateway::{BreakerState, GatewayClient, GatewayError, Scope};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use polygateway::config::{DOTENV_FILE, Env, GatewaySettings};
+use polygateway::{ClientBuilder, GatewayError, Scope, SourceStats};
 use serde_json::json;
 
 use crate::{Output, runtime, usage, usage_error};
@@ -15,45 +20,57 @@ pub(crate) fn run(mut args: lexopt::Parser, out: &mut Output) -> Result<(), Gate
             other => return Err(usage(format!("stats: unexpected {}", other.unexpected()))),
         }
     }
+    let env = Env::from_process_and_dotenv(Path::new(DOTENV_FILE))?;
     runtime()?.block_on(async {
-        // The chat scope is the one with a client today; the others join with theirs.
-        let client = GatewayClient::from_env(Scope::Llm)?;
-        let stats = client.stats().await?;
+        let mut all: BTreeMap<&'static str, Vec<SourceStats>> = BTreeMap::new();
+        for scope in Scope::ALL.into_iter().filter(|s| env.mentions(*s)) {
+            let builder = ClientBuilder::new(GatewaySettings::from_env(scope, &env)?);
+            let stats = match scope {
+                Scope::Llm => builder.build()?.stats().await?,
+                Scope::Embedding => builder.build_embedding()?.stats().await?,
+                Scope::Ocr => builder.build_ocr()?.stats().await?,
+            };
+            all.insert(scope.as_str(), stats);
+        }
         if out.json {
-            let sources: Vec<_> = stats
+            let scopes: serde_json::Map<String, serde_json::Value> = all
                 .iter()
-                .map(|s| {
-                    json!({
-                        "source": s.name,
-                        "tpm_used": s.tpm_used,
-                        "rpm_used": s.rpm_used,
-                        "inflight": s.inflight,
-                        "breaker": breaker(s.breaker),
-                    })
+                .map(|(scope, stats)| {
+                    let sources = stats
+                        .iter()
+                        .map(|s| {
+                            json!({
+                                "source": s.name,
+                                "tpm_used": s.tpm_used,
+                                "rpm_used": s.rpm_used,
+                                "inflight": s.inflight,
+                                "breaker": s.breaker.as_str(),
+                            })
+                        })
+                        .collect();
+                    ((*scope).to_owned(), serde_json::Value::Array(sources))
                 })
                 .collect();
-            println!("{}", json!({"scopes": {"LLM": sources}}));
+            println!("{}", json!({ "scopes": scopes }));
         } else {
             println!(
-                "{:<6} {:<16} {:>10} {:>9} {:>9} breaker",
+                "{:<10} {:<16} {:>10} {:>9} {:>9} breaker",
                 "scope", "source", "tpm_used", "rpm_used", "inflight"
             );
-            for s in &stats {
-                println!(
-                    "{:<6} {:<16} {:>10} {:>9} {:>9} {}",
-                    "LLM",
-                    s.name,
-                    s.tpm_used,
-                    s.rpm_used,
-                    s.inflight,
-                    breaker(s.breaker)
-                );
+            for (scope, stats) in &all {
+                for s in stats {
+                    println!(
+                        "{:<10} {:<16} {:>10} {:>9} {:>9} {}",
+                        scope,
+                        s.name,
+                        s.tpm_used,
+                        s.rpm_used,
+                        s.inflight,
+                        s.breaker.as_str()
+                    );
+                }
             }
         }
         Ok(())
     })
-}
-
-fn breaker(state: BreakerState) -> &'static str {
-    state.as_str()
 }
