@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use polygateway_backends::{MemoryAdmission, MemoryBreakers};
+use polygateway_backends::{AGE_OUT, MemoryAdmission, MemoryBreakers};
 use polygateway_errors::FailureKind;
 use polygateway_ports::{
     Admission, AdmissionBackend, AdmissionRequest, BreakerDecision, BreakerOutcome, BreakerPolicy,
@@ -223,6 +223,15 @@ async fn caller_faults_never_count<K: BreakerStore>(k: &K) {
         BreakerDecision::Allow,
         "a success resets the count"
     );
+    // Neutral, not healthy: caller faults between transient failures do not reset the count.
+    fail(k, FailureKind::RequestRejected, false).await;
+    fail(k, FailureKind::Transient, false).await;
+    fail(k, FailureKind::ResultInvalid, false).await;
+    fail(k, FailureKind::Transient, false).await;
+    assert!(
+        matches!(decide(k).await, BreakerDecision::Reject { .. }),
+        "three transient failures with caller faults between them open the breaker"
+    );
 }
 
 async fn source_dead_opens_at_once_for_long<K: BreakerStore>(k: &K) {
@@ -295,12 +304,15 @@ mod memory_breaker {
 
 #[tokio::test]
 async fn memory_windows_slide_and_refusals_say_when_room_frees() {
+    // An entry counts for AGE_OUT = a minute plus the one-second arrival guard.
+    assert_eq!(AGE_OUT, Duration::from_secs(61));
     let (b, _, clock) = memory();
     let l = limits(1000, 3, 10);
     let first = grant(&b, 1, 600, l).await;
     b.settle_and_release(&first, 600).await.expect("up");
     clock.advance(Duration::from_secs(20));
-    grant(&b, 2, 300, l).await;
+    let second = grant(&b, 2, 300, l).await;
+    b.settle_and_release(&second, 300).await.expect("up");
     clock.advance(Duration::from_secs(10));
     match b.reserve(request(3, 200, l)).await.expect("up") {
         Admission::Refused {
@@ -308,14 +320,21 @@ async fn memory_windows_slide_and_refusals_say_when_room_frees() {
             retry_after,
         } => assert_eq!(
             retry_after,
-            Some(Duration::from_secs(30)),
-            "the first entry ages out at 60 s"
+            Some(Duration::from_secs(31)),
+            "the first entry ages out at 61 s"
         ),
         other => panic!("{other:?}"),
     }
     clock.advance(Duration::from_secs(30));
+    assert!(
+        matches!(
+            b.reserve(request(3, 200, l)).await.expect("up"),
+            Admission::Refused { .. }
+        ),
+        "at 60 s the first entry still counts"
+    );
+    clock.advance(Duration::from_secs(1));
     grant(&b, 3, 200, l).await;
-    // Permit 2 (granted at 20 s, 30 s lease) was never released: its slot came back at 50 s.
     assert_eq!(usage(&b).await, used(500, 2, 1));
     grant(&b, 4, 1, l).await;
     match b.reserve(request(5, 1, l)).await.expect("up") {
@@ -325,7 +344,7 @@ async fn memory_windows_slide_and_refusals_say_when_room_frees() {
         } => assert_eq!(
             retry_after,
             Some(Duration::from_secs(20)),
-            "entry 2 (at 20 s) ages out at 80 s"
+            "entry 2 (at 20 s) ages out at 81 s"
         ),
         other => panic!("{other:?}"),
     }

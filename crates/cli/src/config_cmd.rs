@@ -29,7 +29,7 @@ pub(crate) fn run(scopes: &[Scope]) -> Result<(), GatewayError> {
                         "  {} kind={} base_url={} model={} api_key={} tpm={} rpm={} max_concurrency={} timeout={:?}",
                         s.name,
                         s.kind,
-                        s.base_url,
+                        polygateway::config::redacted_url(&s.base_url),
                         if s.model.is_empty() { "-" } else { &s.model },
                         if s.api_key.is_some() {
                             "<set>"

@@ -153,7 +153,7 @@ async fn demo(calls: usize) -> Result<(), GatewayError> {
         .build()?;
 
     let started = Instant::now();
-    let progress = Progress::new(calls);
+    let progress = Progress::new(calls, true);
     let semaphore = Arc::new(tokio::sync::Semaphore::new(CONCURRENCY));
     let mut tasks = tokio::task::JoinSet::new();
     let (mut ok, mut failed) = (0usize, 0usize);

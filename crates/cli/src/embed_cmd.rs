@@ -65,7 +65,7 @@ pub(crate) fn run(mut args: lexopt::Parser) -> Result<(), GatewayError> {
             ..CallOptions::default()
         };
         let total = texts.len();
-        let progress = (total > CHUNK).then(|| Progress::new(total));
+        let progress = (total > CHUNK).then(|| Progress::new(total, false));
         let mut index = 0;
         let mut out = std::io::BufWriter::new(std::io::stdout().lock());
         for chunk in texts.chunks(CHUNK) {

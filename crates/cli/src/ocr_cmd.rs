@@ -54,7 +54,7 @@ pub(crate) fn run(mut args: lexopt::Parser) -> Result<(), GatewayError> {
     };
     runtime()?.block_on(async {
         let client = OcrClient::from_env()?;
-        let progress = Arc::new((files.len() >= 10).then(|| Progress::new(files.len())));
+        let progress = Arc::new((files.len() >= 10).then(|| Progress::new(files.len(), false)));
         let semaphore = Arc::new(tokio::sync::Semaphore::new(CONCURRENCY));
         let mut tasks = tokio::task::JoinSet::new();
         for (i, (path, document)) in files.iter().zip(documents).enumerate() {
@@ -86,7 +86,9 @@ pub(crate) fn run(mut args: lexopt::Parser) -> Result<(), GatewayError> {
                     client.shutdown().await;
                     return Err(error);
                 }
-                Err(join) => return Err(usage(format!("an OCR task failed: {join}"))),
+                // Tasks are only aborted after an error has returned, so this is a panic: a bug,
+                // and it should look like one.
+                Err(join) => std::panic::resume_unwind(join.into_panic()),
             }
             done += 1;
             if let Some(p) = progress.as_ref() {

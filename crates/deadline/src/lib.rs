@@ -20,6 +20,32 @@ use polygateway_errors::{ConfigError, DeadlineExceeded, GatewayError, Scope};
 /// What a duration value must be, as said in every error about one.
 pub const DURATION_EXPECTATION: &str = "expected a finite number of seconds greater than 0";
 
+/// The longest duration any setting may hold: a year. Longer values are refused rather than
+/// left to overflow a clock (`Instant + Duration`) somewhere later.
+pub const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// Check a duration given in code: not zero, not above [`MAX_DURATION`]. `origin` names the
+/// parameter in the error.
+pub fn validate_duration(duration: Duration, origin: &str) -> Result<Duration, ConfigError> {
+    if duration.is_zero() {
+        return Err(ConfigError::invalid(
+            origin,
+            format!("{duration:?}"),
+            DURATION_EXPECTATION,
+        ));
+    }
+    if duration > MAX_DURATION {
+        return Err(ConfigError::invalid(
+            origin,
+            format!("{duration:?}"),
+            TOO_LONG,
+        ));
+    }
+    Ok(duration)
+}
+
+const TOO_LONG: &str = "longer than a year; expected at most 31536000 seconds";
+
 /// Check that `secs` is a usable duration: finite, greater than zero and representable.
 /// `origin` is the key or parameter the value came from; it is named in the error.
 ///
@@ -42,8 +68,15 @@ pub fn validate_secs(secs: f64, origin: &str) -> Result<Duration, ConfigError> {
             DURATION_EXPECTATION,
         ));
     }
-    Duration::try_from_secs_f64(secs)
-        .map_err(|_| ConfigError::invalid(origin, secs.to_string(), "too large to be a duration"))
+    match Duration::try_from_secs_f64(secs) {
+        Ok(d) if d.is_zero() => Err(ConfigError::invalid(
+            origin,
+            secs.to_string(),
+            DURATION_EXPECTATION,
+        )),
+        Ok(d) if d <= MAX_DURATION => Ok(d),
+        _ => Err(ConfigError::invalid(origin, secs.to_string(), TOO_LONG)),
+    }
 }
 
 /// Parse `text` as seconds (integer or decimal) and [`validate_secs`] it. The error shows the
@@ -61,16 +94,10 @@ pub fn parse_secs(text: &str, origin: &str) -> Result<Duration, ConfigError> {
 pub struct CallDeadline(Duration);
 
 impl CallDeadline {
-    /// A deadline of `duration`; zero is refused with an error naming `origin`.
+    /// A deadline of `duration`; zero and more than a year are refused with an error naming
+    /// `origin`.
     pub fn new(duration: Duration, origin: &str) -> Result<Self, ConfigError> {
-        if duration.is_zero() {
-            return Err(ConfigError::invalid(
-                origin,
-                format!("{duration:?}"),
-                DURATION_EXPECTATION,
-            ));
-        }
-        Ok(CallDeadline(duration))
+        validate_duration(duration, origin).map(CallDeadline)
     }
 
     /// A deadline of `secs` seconds; zero, negative, NaN and ±infinity are refused with an
@@ -350,7 +377,22 @@ mod tests {
 
     #[test]
     fn huge_finite_values_are_refused_not_panicking() {
-        let error = validate_secs(1e300, KEY).unwrap_err();
-        assert_eq!(error.problem(), "too large to be a duration");
+        for secs in [1e300, 1e19, 31_536_001.0] {
+            let error = validate_secs(secs, KEY).unwrap_err();
+            assert_eq!(error.problem(), TOO_LONG, "{secs}");
+        }
+        assert!(validate_secs(31_536_000.0, KEY).is_ok());
+        let error = CallDeadline::new(Duration::MAX, "GatewayClient::chat_with(call_deadline)")
+            .unwrap_err();
+        assert_eq!(error.problem(), TOO_LONG);
+    }
+
+    #[test]
+    fn values_that_round_to_zero_are_refused() {
+        let error = validate_secs(1e-12, "--deadline").unwrap_err();
+        assert_eq!(
+            (error.key(), error.problem()),
+            ("--deadline", DURATION_EXPECTATION)
+        );
     }
 }

@@ -25,6 +25,35 @@ use crate::settle::guard::{AdmitGuard, AttemptGuard};
 use crate::settle::settler::Settler;
 use crate::telemetry::CallRecorder;
 
+/// The longest wait the engine schedules: hints beyond it (an upstream's absurd
+/// `Retry-After`) are clamped rather than allowed to overflow the clock.
+const MAX_WAIT: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// `now + d`, with `d` clamped to [`MAX_WAIT`].
+fn later(now: Instant, d: Duration) -> Instant {
+    now + d.min(MAX_WAIT)
+}
+
+/// Polls a (pinned) future inside `catch_unwind`, so a panicking transport can be settled
+/// (S10) before the panic goes on. Holding `Pin<&mut F>` keeps it `Unpin` without boxing.
+struct CatchUnwind<'f, F>(std::pin::Pin<&'f mut F>);
+
+impl<F: Future> Future for CatchUnwind<'_, F> {
+    type Output = Result<F::Output, Box<dyn std::any::Any + Send>>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        let inner = self.0.as_mut();
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inner.poll(cx))) {
+            Ok(std::task::Poll::Ready(value)) => std::task::Poll::Ready(Ok(value)),
+            Ok(std::task::Poll::Pending) => std::task::Poll::Pending,
+            Err(panic) => std::task::Poll::Ready(Err(panic)),
+        }
+    }
+}
+
 /// How often to look again at a source that is full for a reason nobody can date (a
 /// concurrency slot held elsewhere, a probe in flight).
 const FULL_POLL: Duration = Duration::from_millis(20);
@@ -248,7 +277,12 @@ impl<B: AdmissionBackend, K: BreakerStore> Engine<B, K> {
             breaker: config.breaker,
             lease_margin: config.lease_margin,
             zero_tokens: config.zero_tokens,
-            settler: Settler::new(admission.clone(), breakers.clone(), config.breaker),
+            settler: Settler::new(
+                admission.clone(),
+                breakers.clone(),
+                config.breaker,
+                slot_freed.clone(),
+            ),
             admission,
             breakers,
             sink,
@@ -316,6 +350,10 @@ impl<B: AdmissionBackend, K: BreakerStore> Engine<B, K> {
         let trace = recorder.trace();
         let n = self.sources.len();
         let mut not_before: Vec<Option<Instant>> = vec![None; n];
+        // When each source is known to free up — from a breaker, a quota window or a
+        // `Retry-After` — as opposed to this call's own polling and backoff: only these become
+        // the error's `retry_after` (a real hint or none, SPEC §4).
+        let mut hints: Vec<Option<Instant>> = vec![None; n];
         let mut blocked: Vec<Option<Block>> = vec![None; n];
         let mut failures_on = vec![0u32; n];
         let mut last_errors: Vec<Option<AttemptFailure>> = vec![None; n];
@@ -327,7 +365,7 @@ impl<B: AdmissionBackend, K: BreakerStore> Engine<B, K> {
             if attempts >= self.retry.max_attempts {
                 return Err(self.unavailable(
                     UnavailableReason::AttemptsExhausted,
-                    &not_before,
+                    &hints,
                     &last_errors,
                     now,
                 ));
@@ -335,7 +373,7 @@ impl<B: AdmissionBackend, K: BreakerStore> Engine<B, K> {
             if now > last_progress + self.retry.stall_window {
                 return Err(self.unavailable(
                     UnavailableReason::Stalled,
-                    &not_before,
+                    &hints,
                     &last_errors,
                     now,
                 ));
@@ -362,14 +400,19 @@ impl<B: AdmissionBackend, K: BreakerStore> Engine<B, K> {
                     }
                     Err((block, retry_after)) => {
                         blocked[i] = Some(block);
-                        let wait = retry_after.unwrap_or(FULL_POLL.min(self.retry.backoff_base));
-                        not_before[i] = Some(Instant::now() + wait);
+                        let now = Instant::now();
+                        not_before[i] = Some(later(
+                            now,
+                            retry_after.unwrap_or(FULL_POLL.min(self.retry.backoff_base)),
+                        ));
+                        hints[i] = retry_after.map(|d| later(now, d));
                     }
                 }
             }
             let Some((i, permit, probe, est)) = admitted else {
                 self.wait_for_a_source(
                     &not_before,
+                    &hints,
                     &blocked,
                     &last_errors,
                     last_progress,
@@ -394,7 +437,15 @@ impl<B: AdmissionBackend, K: BreakerStore> Engine<B, K> {
             source.pacer.wait_turn().await;
             guard.transport_started();
             let span = tracing::debug_span!("attempt", scope = %self.scope, source = %source.spec.name, attempt = attempts, probe);
-            let result = op.attempt(&source.spec).instrument(span).await;
+            let attempt = std::pin::pin!(op.attempt(&source.spec).instrument(span));
+            let result = match CatchUnwind(attempt).await {
+                Ok(result) => result,
+                Err(panic) => {
+                    guard.panicked(); // S10, before the unwind resumes
+                    drop(guard);
+                    std::panic::resume_unwind(panic);
+                }
+            };
             match result {
                 Ok(output) => {
                     let usage = O::usage(&output);
@@ -417,7 +468,7 @@ impl<B: AdmissionBackend, K: BreakerStore> Engine<B, K> {
                         && failure.status() == Some(429)
                         && failure.retry_after().is_some();
                     if let (true, Some(hint)) = (cooled_down, failure.retry_after()) {
-                        source.cool_down_until(now + hint);
+                        source.cool_down_until(later(now, hint));
                     }
                     guard.failed(&failure, cooled_down);
                     drop(guard);
@@ -443,14 +494,16 @@ impl<B: AdmissionBackend, K: BreakerStore> Engine<B, K> {
                         }
                         FailureKind::SourceDead => {
                             blocked[i] = Some(Block::Dead);
-                            not_before[i] = Some(now + self.breaker.dead_open_for);
+                            not_before[i] = Some(later(now, self.breaker.dead_open_for));
+                            hints[i] = not_before[i];
                         }
                         FailureKind::Transient => {
                             failures_on[i] += 1;
                             let backoff = self.retry.backoff(failures_on[i], self.random.next());
                             let wait = backoff.max(failure.retry_after().unwrap_or_default());
                             blocked[i] = Some(Block::Backoff);
-                            not_before[i] = Some(now + wait);
+                            not_before[i] = Some(later(now, wait));
+                            hints[i] = failure.retry_after().map(|d| later(now, d));
                         }
                     }
                     last_errors[i] = Some(failure);
@@ -495,7 +548,13 @@ impl<B: AdmissionBackend, K: BreakerStore> Engine<B, K> {
             source: &source.spec.name,
             limits: source.spec.limits,
             tokens: est,
-            lease: source.spec.timeout.saturating_add(self.lease_margin),
+            // The lease must outlast the pacer's queue too, or the backend would reclaim the
+            // slot of an attempt still waiting for its turn.
+            lease: source
+                .spec
+                .timeout
+                .saturating_add(self.lease_margin)
+                .saturating_add(source.pacer.backlog()),
             permit_id,
         };
         match self.admission.reserve(request).await {
@@ -523,6 +582,7 @@ impl<B: AdmissionBackend, K: BreakerStore> Engine<B, K> {
     async fn wait_for_a_source(
         &self,
         not_before: &[Option<Instant>],
+        hints: &[Option<Instant>],
         blocked: &[Option<Block>],
         last_errors: &[Option<AttemptFailure>],
         last_progress: Instant,
@@ -563,7 +623,7 @@ impl<B: AdmissionBackend, K: BreakerStore> Engine<B, K> {
             } else {
                 UnavailableReason::Stalled
             };
-            return Err(self.unavailable(reason, not_before, last_errors, now));
+            return Err(self.unavailable(reason, hints, last_errors, now));
         }
         let freed = self.slot_freed.notified();
         tokio::select! {
@@ -576,7 +636,7 @@ impl<B: AdmissionBackend, K: BreakerStore> Engine<B, K> {
     fn unavailable(
         &self,
         reason: UnavailableReason,
-        not_before: &[Option<Instant>],
+        hints: &[Option<Instant>],
         last_errors: &[Option<AttemptFailure>],
         now: Instant,
     ) -> GatewayError {
@@ -585,7 +645,7 @@ impl<B: AdmissionBackend, K: BreakerStore> Engine<B, K> {
             .iter()
             .enumerate()
             .filter_map(|(i, s)| {
-                let at = match (not_before[i], s.cooldown()) {
+                let at = match (hints[i], s.cooldown()) {
                     (Some(a), Some(b)) => a.max(b),
                     (a, b) => a.or(b)?,
                 };

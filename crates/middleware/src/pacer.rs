@@ -42,6 +42,17 @@ impl Pacer {
         self.inflight.fetch_sub(1, Ordering::Relaxed);
     }
 
+    /// How long a start requested now would wait for its turn.
+    pub(crate) fn backlog(&self) -> Duration {
+        if self.min_interval.is_zero() {
+            return Duration::ZERO;
+        }
+        let next = *self.next_start.lock().unwrap_or_else(|e| e.into_inner());
+        next.map_or(Duration::ZERO, |n| {
+            n.saturating_duration_since(Instant::now())
+        })
+    }
+
     /// Take the next start slot and wait for it. Slots are handed out in order, each
     /// `min_interval` after the previous one.
     ///

@@ -20,6 +20,7 @@
 //! # Ok::<(), polygateway::ConfigError>(())
 //! ```
 
+mod backend;
 mod client;
 pub mod config;
 pub mod telemetry;

@@ -137,7 +137,7 @@ impl HttpClient {
             AttemptFailure::new(
                 FailureKind::SourceDead,
                 "bad_url",
-                format!("cannot build a request URL from {url:?}"),
+                "cannot build a request URL from the source's base URL",
             )
         })?;
         let mut request = Request::post(uri);

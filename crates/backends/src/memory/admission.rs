@@ -4,7 +4,7 @@
 //! **Why a sliding log.** A fixed window ("tokens this minute") lets twice the limit through
 //! around a window edge; a token bucket cannot take a refund back exactly (it forgets when
 //! tokens were spent). The log keeps one entry per admitted request — when, which permit, how
-//! many tokens — so the sum over the last 60 s is exact at every instant, a settle replaces one
+//! many tokens — so the sum over the last minute is exact at every instant, a settle replaces one
 //! entry's tokens in place (a refund or a top-up), and the time until room frees up is read off
 //! the oldest entries. Memory is one entry per request of the last minute.
 
@@ -17,8 +17,18 @@ use polygateway_ports::{
     RefusalReason, SourceUsage,
 };
 
-/// The length of the TPM and RPM windows.
+/// The quota period of TPM and RPM: one minute.
 pub const WINDOW: Duration = Duration::from_secs(60);
+
+/// How much longer than the window an admitted request keeps counting. A request reserved at
+/// `t` reaches the provider a little later, at `t + δ`; if a request reserved when the first
+/// one ages out arrived faster, the provider — which counts arrivals — could see one request
+/// too many in its own minute. Counting each request for a minute plus this guard keeps the
+/// provider's window under the limit as long as `δ` varies by less than the guard.
+pub const ARRIVAL_GUARD: Duration = Duration::from_secs(1);
+
+/// When an admitted request stops counting: [`WINDOW`] + [`ARRIVAL_GUARD`].
+pub const AGE_OUT: Duration = Duration::from_secs(61);
 
 /// One admitted request in the window.
 #[derive(Debug, Clone, Copy)]
@@ -51,7 +61,7 @@ impl SourceState {
     /// Forget entries older than the window and reclaim the slots of expired leases.
     fn prune(&mut self, now: Duration) {
         while let Some(front) = self.window.front() {
-            if now.saturating_sub(front.at) < WINDOW {
+            if now.saturating_sub(front.at) < AGE_OUT {
                 break;
             }
             self.tokens_in_window -= front.tokens;
@@ -90,7 +100,7 @@ impl SourceState {
         for entry in &self.window {
             used -= entry.tokens;
             if used + need <= tpm {
-                return Some((entry.at + WINDOW).saturating_sub(now));
+                return Some((entry.at + AGE_OUT).saturating_sub(now));
             }
         }
         None
@@ -119,12 +129,15 @@ impl MemoryAdmission {
     }
 
     fn with_source<T>(&self, source: &str, f: impl FnOnce(&mut SourceState, Duration) -> T) -> T {
-        let now = self.clock.monotonic();
         let mut sources = self.sources.lock().unwrap_or_else(|e| e.into_inner());
+        // Read the clock under the lock: entries must enter the window in time order, which
+        // the binary search in `entry_mut` relies on.
+        let now = self.clock.monotonic();
         let state = match sources.get_mut(source) {
             Some(state) => state,
             None => sources.entry(Arc::from(source)).or_default(),
         };
+        let now = state.window.back().map_or(now, |last| now.max(last.at));
         state.prune(now);
         f(state, now)
     }
@@ -161,7 +174,7 @@ impl MemoryAdmission {
                         .map(|e| e.at);
                     return Admission::Refused {
                         reason: RefusalReason::Rpm,
-                        retry_after: at.map(|at| (at + WINDOW).saturating_sub(now)),
+                        retry_after: at.map(|at| (at + AGE_OUT).saturating_sub(now)),
                     };
                 }
             }

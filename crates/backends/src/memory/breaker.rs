@@ -59,11 +59,15 @@ fn transition(
                 b.probe_since = None; // the slot goes back; the breaker stays half-open
             }
         }
-        // The request's or the result's fault: the source answered, which is all a probe
-        // needs to show, and never a failure of the source.
-        BreakerOutcome::Success
-        | BreakerOutcome::Failure(FailureKind::RequestRejected | FailureKind::ResultInvalid) => {
+        BreakerOutcome::Success => {
             if was_probe || b.open_until.is_none() {
+                b.close();
+            }
+        }
+        // The request's or the result's fault: never a failure of the source, and no evidence
+        // of health either — except for a probe, where an answer is all that needed showing.
+        BreakerOutcome::Failure(FailureKind::RequestRejected | FailureKind::ResultInvalid) => {
+            if was_probe {
                 b.close();
             }
         }
@@ -103,8 +107,8 @@ impl MemoryBreakers {
     }
 
     fn with_breaker<T>(&self, source: &str, f: impl FnOnce(&mut Breaker, Duration) -> T) -> T {
-        let now = self.clock.monotonic();
         let mut breakers = self.breakers.lock().unwrap_or_else(|e| e.into_inner());
+        let now = self.clock.monotonic();
         let breaker = match breakers.get_mut(source) {
             Some(breaker) => breaker,
             None => breakers.entry(Arc::from(source)).or_default(),

@@ -4,5 +4,5 @@
 mod admission;
 mod breaker;
 
-pub use admission::{MemoryAdmission, WINDOW};
+pub use admission::{AGE_OUT, ARRIVAL_GUARD, MemoryAdmission, WINDOW};
 pub use breaker::MemoryBreakers;

@@ -559,3 +559,55 @@ async fn shutdown_drains_the_settler_and_refuses_new_calls() {
     };
     assert_eq!(u.reason(), UnavailableReason::ShutDown);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_probe_cooled_down_by_retry_after_gives_its_slot_back() {
+    let rig = one_source();
+    *rig.breakers.decision.lock().expect("lock") = BreakerDecision::Probe;
+    let transport = fake([
+        Step::Fail(transient(429, Some(Duration::from_secs(7)))),
+        Step::Ok(None),
+    ]);
+    call(&rig, &transport)
+        .await
+        .expect("served after the cool-down");
+    rig.engine.flush().await;
+    let reports = rig.breakers.reports.lock().expect("lock").clone();
+    assert_eq!(
+        reports,
+        [
+            ("A".to_owned(), BreakerOutcome::Cancelled, true),
+            ("A".to_owned(), BreakerOutcome::Success, true),
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_refusal_without_a_date_gives_no_fake_hint() {
+    let rig = one_source();
+    *rig.admission.refuse.lock().expect("lock") = Some((RefusalReason::Concurrency, None));
+    let error = call(&rig, &fake([])).await.unwrap_err();
+    let GatewayError::GatewayUnavailable(u) = &error else {
+        panic!("{error:?}")
+    };
+    assert_eq!(u.reason(), UnavailableReason::QuotaWaitExceeded);
+    assert_eq!(
+        u.retry_after(),
+        None,
+        "nobody knows when a slot held elsewhere frees up"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_absurd_retry_after_is_clamped_not_a_panic() {
+    let rig = rig(vec![source("A", 0), source("B", 1)], policy(), false);
+    let transport = Arc::new(FakeTransport::default());
+    transport.script(
+        "A",
+        [Step::Fail(transient(
+            429,
+            Some(Duration::from_secs(u64::MAX / 2)),
+        ))],
+    );
+    assert_eq!(call(&rig, &transport).await, Ok(("B".to_owned(), 2)));
+}

@@ -110,7 +110,13 @@ impl<'a> AttemptGuard<'a> {
             FailureKind::Transient => self.est,
             FailureKind::ResultInvalid => failure.reported_tokens().unwrap_or(0),
         });
-        let breaker = (!cooled_down).then_some(BreakerOutcome::Failure(failure.kind()));
+        // A cool-down is not a breaker failure; if this attempt was the probe, its slot goes
+        // back (the source answered, but said nothing about its health).
+        let breaker = if cooled_down {
+            self.probe.then_some(BreakerOutcome::Cancelled)
+        } else {
+            Some(BreakerOutcome::Failure(failure.kind()))
+        };
         self.phase = Phase::Known { tokens, breaker };
         self.write_row(TelemetryRow {
             error_type: Some(failure.kind().as_str()),
@@ -119,6 +125,20 @@ impl<'a> AttemptGuard<'a> {
             ..self.row(EventKind::AttemptFailed, tokens)
         });
         tokens
+    }
+
+    /// The transport panicked (S10): settles 0, frees the slot, gives a probe back. The
+    /// engine calls this from its catch-unwind around the transport, then resumes the panic.
+    pub(crate) fn panicked(&mut self) {
+        self.phase = Phase::Known {
+            tokens: 0,
+            breaker: Some(BreakerOutcome::Cancelled),
+        };
+        self.source.counters.cancelled();
+        self.write_row(TelemetryRow {
+            error_type: Some("Panicked"),
+            ..self.row(EventKind::Cancelled, 0)
+        });
     }
 
     fn row(&self, kind: EventKind, settled: u64) -> TelemetryRow<'a> {
@@ -143,18 +163,18 @@ impl<'a> AttemptGuard<'a> {
 
 impl Drop for AttemptGuard<'_> {
     fn drop(&mut self) {
-        let panicking = std::thread::panicking();
+        // Dropped before the outcome was known: the caller cancelled (or the deadline did).
+        // A panic in the transport was turned into a known outcome by `panicked`; a panic
+        // elsewhere in the caller's task is a cancellation like any other.
         let (tokens, breaker) = match self.phase {
-            // S10: a panic settles 0 whatever the phase, and still frees the slot.
-            _ if panicking => (0, Some(BreakerOutcome::Cancelled)),
             Phase::Admitted => (0, Some(BreakerOutcome::Cancelled)),
             Phase::InFlight => (self.tokens(self.est), Some(BreakerOutcome::Cancelled)),
             Phase::Known { tokens, breaker } => (tokens, breaker),
         };
-        if panicking || !matches!(self.phase, Phase::Known { .. }) {
+        if !matches!(self.phase, Phase::Known { .. }) {
             self.source.counters.cancelled();
             self.write_row(TelemetryRow {
-                error_type: Some(if panicking { "Panicked" } else { "Cancelled" }),
+                error_type: Some("Cancelled"),
                 ..self.row(EventKind::Cancelled, tokens)
             });
         }

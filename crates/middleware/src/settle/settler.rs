@@ -14,7 +14,7 @@ use std::task::{Context, Waker};
 use std::time::Duration;
 
 use polygateway_ports::{AdmissionBackend, BreakerOutcome, BreakerPolicy, BreakerStore, Permit};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
 
 /// Delays between the tries of a job that failed (then it is given up, with a warning).
 const RETRY_DELAYS: [Duration; 3] = [
@@ -49,14 +49,17 @@ pub(crate) struct Settler {
 }
 
 impl Settler {
+    /// A settler over the backends; `slot_freed` is notified whenever a settlement has freed a
+    /// slot in the backend, so that calls waiting for room look again at once.
     pub(crate) fn new<B: AdmissionBackend, K: BreakerStore>(
         admission: Arc<B>,
         breakers: Arc<K>,
         breaker_policy: BreakerPolicy,
+        slot_freed: Arc<Notify>,
     ) -> Settler {
         let (tx, rx) = mpsc::unbounded_channel();
         let start: Box<dyn FnOnce() + Send> = Box::new(move || {
-            tokio::spawn(run(rx, admission, breakers, breaker_policy));
+            tokio::spawn(run(rx, admission, breakers, breaker_policy, slot_freed));
         });
         Settler {
             tx,
@@ -92,6 +95,7 @@ async fn run<B: AdmissionBackend, K: BreakerStore>(
     admission: Arc<B>,
     breakers: Arc<K>,
     policy: BreakerPolicy,
+    slot_freed: Arc<Notify>,
 ) {
     let mut running = tokio::task::JoinSet::new();
     loop {
@@ -102,7 +106,7 @@ async fn run<B: AdmissionBackend, K: BreakerStore>(
                     let _ = done.send(());
                 }
                 Some(job) => {
-                    let mut future = boxed(job, &admission, &breakers, policy);
+                    let mut future = boxed(job, &admission, &breakers, policy, &slot_freed);
                     // Poll once here: an in-memory backend is done now, without a task.
                     if future.as_mut().poll(&mut Context::from_waker(Waker::noop())).is_pending() {
                         running.spawn(future);
@@ -121,15 +125,18 @@ fn boxed<B: AdmissionBackend, K: BreakerStore>(
     admission: &Arc<B>,
     breakers: &Arc<K>,
     policy: BreakerPolicy,
+    slot_freed: &Arc<Notify>,
 ) -> BoxedJob {
     match job {
         Job::Settle { permit, tokens } => {
             let admission = admission.clone();
+            let slot_freed = slot_freed.clone();
             Box::pin(async move {
                 retrying("settle", &permit.source, || {
                     admission.settle_and_release(&permit, tokens)
                 })
                 .await;
+                slot_freed.notify_waiters();
             })
         }
         Job::Breaker {

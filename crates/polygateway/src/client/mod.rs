@@ -10,7 +10,7 @@ mod ocr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use polygateway_backends::{MemoryAdmission, MemoryBreakers};
+use polygateway_backends::{MemoryAdmission, MemoryBreakers, RedisBackend, RedisConfig};
 use polygateway_deadline::CallDeadline;
 use polygateway_errors::{ConfigError, GatewayError, Scope};
 use polygateway_middleware::{
@@ -20,6 +20,7 @@ use polygateway_ports::{Clock, SystemClock, TelemetrySink};
 use polygateway_transports::{HttpClient, HttpConfig};
 use tokio::time::Instant;
 
+use crate::backend::{AnyAdmission, AnyBreakers};
 use crate::config::{BackendKind, LEASE_MARGIN, ScopeConfig};
 use crate::telemetry::{FanOut, JsonlSink, TracingSink};
 
@@ -122,19 +123,24 @@ impl ClientBuilder {
             )
             .into());
         }
-        if config.backend == BackendKind::Redis {
-            return Err(ConfigError::invalid(
-                format!("{}__BACKEND", config.scope),
-                "redis",
-                "the Redis backend is not available in this build yet; use memory",
-            )
-            .into());
-        }
         let (sink, jsonl) = match self.sink {
             Some(sink) => (sink, None),
             None => default_sink(&config)?,
         };
         let clock = self.clock.unwrap_or_else(|| Arc::new(SystemClock::new()));
+        let (admission, breakers) = match config.backend {
+            BackendKind::Memory => (
+                AnyAdmission::Memory(MemoryAdmission::new(clock.clone())),
+                AnyBreakers::Memory(MemoryBreakers::new(clock.clone())),
+            ),
+            BackendKind::Redis => {
+                let redis = redis_backend(&config)?;
+                (
+                    AnyAdmission::Redis(redis.clone()),
+                    AnyBreakers::Redis(redis),
+                )
+            }
+        };
         let engine = Engine::new(
             EngineConfig {
                 scope: config.scope,
@@ -150,8 +156,8 @@ impl ClientBuilder {
                 seed: self.seed.unwrap_or_else(|| clock.unix_ms()),
             },
             config.sources.clone(),
-            Arc::new(MemoryAdmission::new(clock.clone())),
-            Arc::new(MemoryBreakers::new(clock.clone())),
+            Arc::new(admission),
+            Arc::new(breakers),
             sink,
             clock,
         );
@@ -163,6 +169,37 @@ impl ClientBuilder {
             config,
         })
     }
+}
+
+/// Connect the Redis backend of `config` (which validated that `REDIS_URL` is set).
+fn redis_backend(config: &ScopeConfig) -> Result<RedisBackend, GatewayError> {
+    let url = config.redis_url.as_ref().ok_or_else(|| {
+        ConfigError::missing(
+            "REDIS_URL",
+            format!("required when {}__BACKEND is redis", config.scope),
+        )
+    })?;
+    if tokio::runtime::Handle::try_current().is_err() {
+        return Err(ConfigError::invalid(
+            format!("{}__BACKEND", config.scope),
+            "redis",
+            "a client on the Redis backend must be built inside a tokio runtime (it connects in the background)",
+        )
+        .into());
+    }
+    let redis = RedisConfig {
+        url: url.expose().to_owned(),
+        key_prefix: config.redis_key_prefix.clone(),
+        pool_size: config.redis_pool_size,
+        command_timeout: config.redis_command_timeout,
+    };
+    RedisBackend::connect(&redis, config.scope).map_err(|e| {
+        ConfigError::invalid_secret(
+            "REDIS_URL",
+            format!("cannot set up the Redis client: {}", e.message()),
+        )
+        .into()
+    })
 }
 
 /// A sink, and the JSON-lines file behind it (to flush at shutdown) if there is one.
@@ -184,7 +221,7 @@ fn default_sink(config: &ScopeConfig) -> Result<Sinks, GatewayError> {
 /// What every client holds: its engine, the shared HTTP client, the client-level deadline,
 /// the telemetry file to flush, and its configuration.
 pub(crate) struct Core {
-    pub(crate) engine: Engine<MemoryAdmission, MemoryBreakers>,
+    pub(crate) engine: Engine<AnyAdmission, AnyBreakers>,
     pub(crate) http: HttpClient,
     call_deadline: Option<CallDeadline>,
     jsonl: Option<Arc<JsonlSink>>,

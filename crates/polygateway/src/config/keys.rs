@@ -91,6 +91,21 @@ pub(crate) const SOURCE_FIELDS: [Field; 13] = [
 pub(crate) const REDIS_URL: &str = "REDIS_URL";
 /// The JSON-lines telemetry file.
 pub(crate) const TELEMETRY_JSONL: &str = "POLYGATEWAY_TELEMETRY_JSONL";
+/// The prefix of every Redis key.
+pub(crate) const REDIS_KEY_PREFIX: &str = "REDIS_KEY_PREFIX";
+/// Connections in the Redis pool.
+pub(crate) const REDIS_POOL_SIZE: &str = "REDIS_POOL_SIZE";
+/// Bound on every Redis command.
+pub(crate) const REDIS_COMMAND_TIMEOUT_S: &str = "REDIS_COMMAND_TIMEOUT_S";
+
+/// Every key shared by the scopes.
+pub(crate) const SHARED_KEYS: [&str; 5] = [
+    REDIS_URL,
+    REDIS_KEY_PREFIX,
+    REDIS_POOL_SIZE,
+    REDIS_COMMAND_TIMEOUT_S,
+    TELEMETRY_JSONL,
+];
 
 /// The segment that marks a source key.
 pub(crate) const SOURCE_SEGMENT: &str = "SOURCE";
@@ -148,14 +163,13 @@ pub(crate) fn all_keys() -> Vec<String> {
                 .map(|f| format!("{scope}__{SOURCE_SEGMENT}__<NAME>__{}", f.env)),
         );
     }
-    out.push(REDIS_URL.to_owned());
-    out.push(TELEMETRY_JSONL.to_owned());
+    out.extend(SHARED_KEYS.iter().map(|k| (*k).to_owned()));
     out
 }
 
 /// Whether `key` is one the library reads or would reject: under a scope prefix, or shared.
 pub(crate) fn is_configuration_key(key: &str) -> bool {
-    Scope::of_key(key).is_some() || key == REDIS_URL || key == TELEMETRY_JSONL
+    Scope::of_key(key).is_some() || SHARED_KEYS.contains(&key)
 }
 
 /// A key found under `{scope}__`, split by what it addresses.

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use polygateway_deadline::{CallDeadline, DURATION_EXPECTATION, parse_secs};
+use polygateway_deadline::{CallDeadline, parse_secs, validate_duration};
 use polygateway_errors::{ConfigError, Scope};
 use polygateway_ports::{BreakerPolicy, Limits, Secret, SourceKind, SourceSpec};
 
@@ -111,6 +111,13 @@ const BREAKER_DEAD_OPEN: Duration = Duration::from_secs(600);
 pub const LEASE_MARGIN: Duration = Duration::from_secs(5);
 /// Default `EST_TOKENS` for chat and embeddings sources.
 pub const DEFAULT_EST_TOKENS: u64 = 1000;
+/// Default `REDIS_KEY_PREFIX`.
+pub const DEFAULT_REDIS_KEY_PREFIX: &str = "polygateway";
+/// Default `REDIS_POOL_SIZE`.
+pub const DEFAULT_REDIS_POOL_SIZE: usize = 4;
+/// Default `REDIS_COMMAND_TIMEOUT_S`: a local Redis answers in well under a millisecond; a
+/// second means it is gone, and the pipeline should fail closed rather than wait.
+pub const DEFAULT_REDIS_COMMAND_TIMEOUT: Duration = Duration::from_secs(1);
 /// Default `EMBEDDING__BATCH_CONCURRENCY`.
 pub const DEFAULT_BATCH_CONCURRENCY: usize = 4;
 /// Default `OCR__MAX_FILE_BYTES`: 20 MiB, room for a scanned multi-page PDF.
@@ -162,6 +169,12 @@ pub struct GatewaySettings {
     pub backend: BackendKind,
     /// Required when `backend` is `Redis`; may hold a password, so it is a secret.
     pub redis_url: Option<Secret>,
+    /// The prefix of every Redis key (several deployments can share one Redis).
+    pub redis_key_prefix: String,
+    /// Connections in the Redis pool.
+    pub redis_pool_size: usize,
+    /// Bound on every Redis command; past it the command is a backend failure (fail closed).
+    pub redis_command_timeout: Duration,
     /// Telemetry rows go to this JSON-lines file when set.
     pub telemetry_jsonl: Option<PathBuf>,
     /// Embeddings batches in flight at once for one `embed` call (`EMBEDDING` only).
@@ -193,6 +206,12 @@ pub struct ScopeConfig {
     pub backend: BackendKind,
     /// The Redis URL when the backend is Redis.
     pub redis_url: Option<Secret>,
+    /// The prefix of every Redis key.
+    pub redis_key_prefix: String,
+    /// Connections in the Redis pool.
+    pub redis_pool_size: usize,
+    /// Bound on every Redis command.
+    pub redis_command_timeout: Duration,
     /// The JSON-lines telemetry file.
     pub telemetry_jsonl: Option<PathBuf>,
     /// Embeddings batches in flight at once for one call.
@@ -218,6 +237,9 @@ impl GatewaySettings {
             breaker_open: DEFAULT_BREAKER_OPEN,
             backend: BackendKind::Memory,
             redis_url: None,
+            redis_key_prefix: DEFAULT_REDIS_KEY_PREFIX.to_owned(),
+            redis_pool_size: DEFAULT_REDIS_POOL_SIZE,
+            redis_command_timeout: DEFAULT_REDIS_COMMAND_TIMEOUT,
             telemetry_jsonl: None,
             batch_concurrency: DEFAULT_BATCH_CONCURRENCY,
             max_file_bytes: DEFAULT_MAX_FILE_BYTES,
@@ -256,6 +278,15 @@ impl GatewaySettings {
         }
         settings.sources = sources.into_values().collect();
         settings.redis_url = env.get(keys::REDIS_URL).map(Secret::new);
+        if let Some(prefix) = env.get(keys::REDIS_KEY_PREFIX) {
+            prefix.clone_into(&mut settings.redis_key_prefix);
+        }
+        if let Some(size) = env.get(keys::REDIS_POOL_SIZE) {
+            settings.redis_pool_size = parse_number(size, keys::REDIS_POOL_SIZE)?;
+        }
+        if let Some(timeout) = env.get(keys::REDIS_COMMAND_TIMEOUT_S) {
+            settings.redis_command_timeout = parse_secs(timeout, keys::REDIS_COMMAND_TIMEOUT_S)?;
+        }
         settings.telemetry_jsonl = env.get(keys::TELEMETRY_JSONL).map(PathBuf::from);
         Ok(settings)
     }
@@ -326,6 +357,25 @@ impl GatewaySettings {
             (Some(url), _) => check_redis_url(url, &redis_key)?,
             (None, BackendKind::Memory) => {}
         }
+        let redis_pool_size = at_least_one(
+            self.redis_pool_size,
+            &origin.shared_key(keys::REDIS_POOL_SIZE, "redis_pool_size"),
+        )?;
+        let redis_command_timeout = positive(
+            self.redis_command_timeout,
+            &origin.shared_key(keys::REDIS_COMMAND_TIMEOUT_S, "redis_command_timeout"),
+        )?;
+        let prefix_key = origin.shared_key(keys::REDIS_KEY_PREFIX, "redis_key_prefix");
+        if self.redis_key_prefix.is_empty()
+            || self.redis_key_prefix.contains(['{', '}'])
+            || self.redis_key_prefix.chars().any(char::is_whitespace)
+        {
+            return Err(ConfigError::invalid(
+                prefix_key,
+                &self.redis_key_prefix,
+                "expected a non-empty prefix without braces or spaces",
+            ));
+        }
         if self.sources.is_empty() {
             return Err(ConfigError::missing(
                 origin.source_key(scope, "<NAME>", keys::BASE_URL),
@@ -365,6 +415,9 @@ impl GatewaySettings {
             },
             backend: self.backend,
             redis_url: self.redis_url.clone(),
+            redis_key_prefix: self.redis_key_prefix.clone(),
+            redis_pool_size,
+            redis_command_timeout,
             telemetry_jsonl: self.telemetry_jsonl.clone(),
             batch_concurrency,
             max_file_bytes,
@@ -523,14 +576,7 @@ fn parse_number<T: std::str::FromStr>(value: &str, key: &str) -> Result<T, Confi
 }
 
 fn positive(value: Duration, key: &str) -> Result<Duration, ConfigError> {
-    if value.is_zero() {
-        return Err(ConfigError::invalid(
-            key,
-            format!("{value:?}"),
-            DURATION_EXPECTATION,
-        ));
-    }
-    Ok(value)
+    validate_duration(value, key)
 }
 
 fn at_least_one<T: Copy + PartialOrd + From<u8> + std::fmt::Display>(
@@ -625,7 +671,11 @@ fn check_authority(rest: &str, key: &str, shown: impl Fn() -> String) -> Result<
     Ok(())
 }
 
-/// `scheme://user:pass@host/…` → `scheme://<redacted>@host/…`.
+/// `scheme://user:pass@host/…` → `scheme://<redacted>@host/…`: a URL as it may be shown.
+pub fn redacted_url(url: &str) -> String {
+    redact_userinfo(url)
+}
+
 fn redact_userinfo(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
