@@ -198,12 +198,18 @@ async fn consecutive_transient_failures_open_the_breaker<K: BreakerStore>(k: &K)
     fail(k, FailureKind::Transient, false).await;
     assert_eq!(decide(k).await, BreakerDecision::Allow);
     fail(k, FailureKind::Transient, false).await;
-    assert_eq!(
-        decide(k).await,
-        BreakerDecision::Reject {
-            retry_after: Some(Duration::from_secs(10))
+    assert_open_for(decide(k).await, Duration::from_secs(10));
+}
+
+/// A rejection whose hint is `expected`, less the few milliseconds a real clock (Redis `TIME`)
+/// moves between the report and the question.
+fn assert_open_for(decision: BreakerDecision, expected: Duration) {
+    match decision {
+        BreakerDecision::Reject { retry_after: Some(d) } => {
+            assert!(d <= expected && d > expected - Duration::from_secs(1), "{d:?} for {expected:?}");
         }
-    );
+        other => panic!("expected an open breaker, got {other:?}"),
+    }
 }
 
 async fn caller_faults_never_count<K: BreakerStore>(k: &K) {
@@ -236,17 +242,45 @@ async fn caller_faults_never_count<K: BreakerStore>(k: &K) {
 
 async fn source_dead_opens_at_once_for_long<K: BreakerStore>(k: &K) {
     fail(k, FailureKind::SourceDead, false).await;
-    assert_eq!(
-        decide(k).await,
-        BreakerDecision::Reject {
-            retry_after: Some(Duration::from_secs(600))
+    assert_open_for(decide(k).await, Duration::from_secs(600));
+    match k.state(SOURCE, &policy()).await.expect("up") {
+        BreakerState::Open { remaining } => {
+            assert!(remaining <= Duration::from_secs(600) && remaining > Duration::from_secs(599), "{remaining:?}");
         }
+        other => panic!("{other:?}"),
+    }
+}
+
+// ---- the Redis harness: the same cases, unchanged, on the real redis-server ----
+
+mod support;
+
+macro_rules! redis_cases {
+    ($($case:ident),* $(,)?) => {$(
+        #[tokio::test]
+        async fn $case() {
+            let backend = crate::support::redis_backend(stringify!($case)).await;
+            super::$case(&backend).await;
+        }
+    )*};
+}
+
+mod redis_admission {
+    redis_cases!(
+        a_grant_reserves_tokens_a_request_and_a_slot,
+        a_refused_admission_counts_nothing,
+        settle_replaces_the_reservation_once,
+        settle_can_top_up_above_the_estimate,
+        a_resent_reserve_changes_nothing,
+        unknown_permits_are_ignored,
     );
-    assert_eq!(
-        k.state(SOURCE, &policy()).await.expect("up"),
-        BreakerState::Open {
-            remaining: Duration::from_secs(600)
-        }
+}
+
+mod redis_breaker {
+    redis_cases!(
+        consecutive_transient_failures_open_the_breaker,
+        caller_faults_never_count,
+        source_dead_opens_at_once_for_long,
     );
 }
 
@@ -481,4 +515,106 @@ async fn memory_repeated_trips_are_capped_and_a_lost_probe_is_reclaimed() {
         BreakerDecision::Probe,
         "a probe that never reported is reclaimed after its lease"
     );
+}
+
+// ---- time-dependent cases on Redis: its clock is `TIME`, so these wait (bounded) in real time ----
+
+fn short_policy() -> BreakerPolicy {
+    BreakerPolicy {
+        failures_to_open: 3,
+        open_for: Duration::from_millis(200),
+        max_open_for: Duration::from_millis(800),
+        dead_open_for: Duration::from_millis(300),
+        probe_lease: Duration::from_secs(30),
+    }
+}
+
+#[tokio::test]
+async fn redis_an_expired_lease_frees_the_slot_but_keeps_the_tokens() {
+    let b = support::redis_backend("lease").await;
+    let l = limits(1000, 100, 1);
+    let short = AdmissionRequest {
+        lease: Duration::from_millis(300),
+        ..request(1, 250, l)
+    };
+    let Admission::Granted(crashed) = b.reserve(short).await.expect("up") else {
+        panic!("granted")
+    };
+    assert!(matches!(
+        b.reserve(request(2, 1, l)).await.expect("up"),
+        Admission::Refused {
+            reason: RefusalReason::Concurrency,
+            ..
+        }
+    ));
+    support::eventually("the slot comes back when the lease runs out", Duration::from_secs(5), || async {
+        usage(&b).await.inflight == 0
+    })
+    .await;
+    assert_eq!(usage(&b).await, used(250, 1, 0), "the tokens stay until they age out");
+    grant(&b, 2, 1, l).await;
+    b.settle_and_release(&crashed, 0).await.expect("up");
+    assert_eq!(usage(&b).await, used(251, 2, 1), "a settle after the lease changes nothing");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_exactly_one_probe_when_100_callers_arrive_as_the_open_period_ends() {
+    let b = Arc::new(support::redis_backend("probe100").await);
+    let policy = short_policy();
+    b.record(SOURCE, &policy, BreakerOutcome::Failure(FailureKind::SourceDead), false)
+        .await
+        .expect("up");
+    support::eventually("the open period ends", Duration::from_secs(5), || async {
+        b.state(SOURCE, &policy).await.expect("up") == BreakerState::HalfOpen
+    })
+    .await;
+    let barrier = Arc::new(tokio::sync::Barrier::new(100));
+    let tasks: Vec<_> = (0..100)
+        .map(|_| {
+            let (b, barrier) = (b.clone(), barrier.clone());
+            tokio::spawn(async move {
+                barrier.wait().await;
+                b.try_acquire(SOURCE, &policy).await.expect("up")
+            })
+        })
+        .collect();
+    let mut decisions = Vec::new();
+    for task in tasks {
+        decisions.push(task.await.expect("task"));
+    }
+    assert_eq!(decisions.iter().filter(|d| **d == BreakerDecision::Probe).count(), 1, "{decisions:?}");
+    assert_eq!(
+        decisions.iter().filter(|d| **d == BreakerDecision::Reject { retry_after: None }).count(),
+        99
+    );
+}
+
+#[tokio::test]
+async fn redis_probe_outcomes_close_reopen_or_give_the_slot_back() {
+    let k = support::redis_backend("probes").await;
+    let policy = short_policy();
+    let record = |outcome, probe| {
+        let k = &k;
+        async move { k.record(SOURCE, &policy, outcome, probe).await.expect("up") }
+    };
+    for _ in 0..2 {
+        assert!(!record(BreakerOutcome::Failure(FailureKind::Transient), false).await);
+    }
+    assert!(record(BreakerOutcome::Failure(FailureKind::Transient), false).await, "the third failure trips");
+    let half_open = || async { k.state(SOURCE, &policy).await.expect("up") == BreakerState::HalfOpen };
+    support::eventually("half-open after 200 ms", Duration::from_secs(5), half_open).await;
+    assert_eq!(k.try_acquire(SOURCE, &policy).await.expect("up"), BreakerDecision::Probe);
+    record(BreakerOutcome::Cancelled, true).await;
+    assert_eq!(k.try_acquire(SOURCE, &policy).await.expect("up"), BreakerDecision::Probe, "a cancelled probe gives its slot back");
+    assert!(record(BreakerOutcome::Failure(FailureKind::Transient), true).await, "a failed probe re-opens");
+    match k.try_acquire(SOURCE, &policy).await.expect("up") {
+        BreakerDecision::Reject { retry_after: Some(d) } => {
+            assert!(d > Duration::from_millis(200) && d <= Duration::from_millis(400), "twice as long: {d:?}")
+        }
+        other => panic!("{other:?}"),
+    }
+    support::eventually("half-open again", Duration::from_secs(5), half_open).await;
+    assert_eq!(k.try_acquire(SOURCE, &policy).await.expect("up"), BreakerDecision::Probe);
+    record(BreakerOutcome::Failure(FailureKind::ResultInvalid), true).await;
+    assert_eq!(k.state(SOURCE, &policy).await.expect("up"), BreakerState::Closed, "a probe the source answered closes it");
 }

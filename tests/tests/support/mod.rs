@@ -1,0 +1,55 @@
+//! Shared by the integration tests: the Redis that `cargo xtask ci` started, and key prefixes
+//! that keep tests apart in it.
+
+#![allow(dead_code)] // each test file uses the part it needs
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use polygateway_backends::{RedisBackend, RedisConfig};
+use polygateway_errors::Scope;
+
+/// The variable through which `cargo xtask ci` passes its Redis.
+pub const REDIS_URL_VAR: &str = "POLYGATEWAY_TEST_REDIS_URL";
+
+/// The URL of the test Redis. A missing Redis is a failure with instructions, never a skip.
+pub fn redis_url() -> String {
+    std::env::var(REDIS_URL_VAR).unwrap_or_else(|_| {
+        panic!(
+            "{REDIS_URL_VAR} is not set: these tests need a real redis-server. Run them with \
+             `cargo xtask ci` (which starts one), or start one and export {REDIS_URL_VAR}=redis://127.0.0.1:PORT"
+        )
+    })
+}
+
+/// A key prefix no other test uses.
+pub fn unique_prefix(name: &str) -> String {
+    static N: AtomicU64 = AtomicU64::new(0);
+    format!("t-{name}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
+}
+
+/// A Redis backend on the test Redis with its own prefix, connected.
+pub async fn redis_backend(name: &str) -> RedisBackend {
+    let config = RedisConfig {
+        url: redis_url(),
+        key_prefix: unique_prefix(name),
+        pool_size: 2,
+        command_timeout: Duration::from_secs(2),
+    };
+    let backend = RedisBackend::connect(&config, Scope::Llm).expect("redis client");
+    backend.wait_connected().await.expect("redis is up");
+    backend
+}
+
+/// Wait (bounded) until `check` holds, polling; panics with `what` if it never does.
+pub async fn eventually<F, Fut>(what: &str, limit: Duration, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let started = std::time::Instant::now();
+    while !check().await {
+        assert!(started.elapsed() < limit, "{what}: not within {limit:?}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
