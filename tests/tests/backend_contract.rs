@@ -205,8 +205,13 @@ async fn consecutive_transient_failures_open_the_breaker<K: BreakerStore>(k: &K)
 /// moves between the report and the question.
 fn assert_open_for(decision: BreakerDecision, expected: Duration) {
     match decision {
-        BreakerDecision::Reject { retry_after: Some(d) } => {
-            assert!(d <= expected && d > expected - Duration::from_secs(1), "{d:?} for {expected:?}");
+        BreakerDecision::Reject {
+            retry_after: Some(d),
+        } => {
+            assert!(
+                d <= expected && d > expected - Duration::from_secs(1),
+                "{d:?} for {expected:?}"
+            );
         }
         other => panic!("expected an open breaker, got {other:?}"),
     }
@@ -245,7 +250,10 @@ async fn source_dead_opens_at_once_for_long<K: BreakerStore>(k: &K) {
     assert_open_for(decide(k).await, Duration::from_secs(600));
     match k.state(SOURCE, &policy()).await.expect("up") {
         BreakerState::Open { remaining } => {
-            assert!(remaining <= Duration::from_secs(600) && remaining > Duration::from_secs(599), "{remaining:?}");
+            assert!(
+                remaining <= Duration::from_secs(600) && remaining > Duration::from_secs(599),
+                "{remaining:?}"
+            );
         }
         other => panic!("{other:?}"),
     }
@@ -547,23 +555,38 @@ async fn redis_an_expired_lease_frees_the_slot_but_keeps_the_tokens() {
             ..
         }
     ));
-    support::eventually("the slot comes back when the lease runs out", Duration::from_secs(5), || async {
-        usage(&b).await.inflight == 0
-    })
+    support::eventually(
+        "the slot comes back when the lease runs out",
+        Duration::from_secs(5),
+        || async { usage(&b).await.inflight == 0 },
+    )
     .await;
-    assert_eq!(usage(&b).await, used(250, 1, 0), "the tokens stay until they age out");
+    assert_eq!(
+        usage(&b).await,
+        used(250, 1, 0),
+        "the tokens stay until they age out"
+    );
     grant(&b, 2, 1, l).await;
     b.settle_and_release(&crashed, 0).await.expect("up");
-    assert_eq!(usage(&b).await, used(251, 2, 1), "a settle after the lease changes nothing");
+    assert_eq!(
+        usage(&b).await,
+        used(251, 2, 1),
+        "a settle after the lease changes nothing"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_exactly_one_probe_when_100_callers_arrive_as_the_open_period_ends() {
     let b = Arc::new(support::redis_backend("probe100").await);
     let policy = short_policy();
-    b.record(SOURCE, &policy, BreakerOutcome::Failure(FailureKind::SourceDead), false)
-        .await
-        .expect("up");
+    b.record(
+        SOURCE,
+        &policy,
+        BreakerOutcome::Failure(FailureKind::SourceDead),
+        false,
+    )
+    .await
+    .expect("up");
     support::eventually("the open period ends", Duration::from_secs(5), || async {
         b.state(SOURCE, &policy).await.expect("up") == BreakerState::HalfOpen
     })
@@ -582,9 +605,19 @@ async fn redis_exactly_one_probe_when_100_callers_arrive_as_the_open_period_ends
     for task in tasks {
         decisions.push(task.await.expect("task"));
     }
-    assert_eq!(decisions.iter().filter(|d| **d == BreakerDecision::Probe).count(), 1, "{decisions:?}");
     assert_eq!(
-        decisions.iter().filter(|d| **d == BreakerDecision::Reject { retry_after: None }).count(),
+        decisions
+            .iter()
+            .filter(|d| **d == BreakerDecision::Probe)
+            .count(),
+        1,
+        "{decisions:?}"
+    );
+    assert_eq!(
+        decisions
+            .iter()
+            .filter(|d| **d == BreakerDecision::Reject { retry_after: None })
+            .count(),
         99
     );
 }
@@ -600,21 +633,47 @@ async fn redis_probe_outcomes_close_reopen_or_give_the_slot_back() {
     for _ in 0..2 {
         assert!(!record(BreakerOutcome::Failure(FailureKind::Transient), false).await);
     }
-    assert!(record(BreakerOutcome::Failure(FailureKind::Transient), false).await, "the third failure trips");
-    let half_open = || async { k.state(SOURCE, &policy).await.expect("up") == BreakerState::HalfOpen };
+    assert!(
+        record(BreakerOutcome::Failure(FailureKind::Transient), false).await,
+        "the third failure trips"
+    );
+    let half_open =
+        || async { k.state(SOURCE, &policy).await.expect("up") == BreakerState::HalfOpen };
     support::eventually("half-open after 200 ms", Duration::from_secs(5), half_open).await;
-    assert_eq!(k.try_acquire(SOURCE, &policy).await.expect("up"), BreakerDecision::Probe);
+    assert_eq!(
+        k.try_acquire(SOURCE, &policy).await.expect("up"),
+        BreakerDecision::Probe
+    );
     record(BreakerOutcome::Cancelled, true).await;
-    assert_eq!(k.try_acquire(SOURCE, &policy).await.expect("up"), BreakerDecision::Probe, "a cancelled probe gives its slot back");
-    assert!(record(BreakerOutcome::Failure(FailureKind::Transient), true).await, "a failed probe re-opens");
+    assert_eq!(
+        k.try_acquire(SOURCE, &policy).await.expect("up"),
+        BreakerDecision::Probe,
+        "a cancelled probe gives its slot back"
+    );
+    assert!(
+        record(BreakerOutcome::Failure(FailureKind::Transient), true).await,
+        "a failed probe re-opens"
+    );
     match k.try_acquire(SOURCE, &policy).await.expect("up") {
-        BreakerDecision::Reject { retry_after: Some(d) } => {
-            assert!(d > Duration::from_millis(200) && d <= Duration::from_millis(400), "twice as long: {d:?}")
+        BreakerDecision::Reject {
+            retry_after: Some(d),
+        } => {
+            assert!(
+                d > Duration::from_millis(200) && d <= Duration::from_millis(400),
+                "twice as long: {d:?}"
+            )
         }
         other => panic!("{other:?}"),
     }
     support::eventually("half-open again", Duration::from_secs(5), half_open).await;
-    assert_eq!(k.try_acquire(SOURCE, &policy).await.expect("up"), BreakerDecision::Probe);
+    assert_eq!(
+        k.try_acquire(SOURCE, &policy).await.expect("up"),
+        BreakerDecision::Probe
+    );
     record(BreakerOutcome::Failure(FailureKind::ResultInvalid), true).await;
-    assert_eq!(k.state(SOURCE, &policy).await.expect("up"), BreakerState::Closed, "a probe the source answered closes it");
+    assert_eq!(
+        k.state(SOURCE, &policy).await.expect("up"),
+        BreakerState::Closed,
+        "a probe the source answered closes it"
+    );
 }

@@ -10,12 +10,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use polygateway::config::{BackendKind, GatewaySettings, SourceSettings};
-use polygateway::{ChatRequest, EmbeddingClient, ErrorKind, GatewayClient, GatewayError, ManualClock, OcrClient, Scope, Secret, SourceStats};
+use polygateway::{
+    ChatRequest, EmbeddingClient, ErrorKind, GatewayClient, GatewayError, ManualClock, OcrClient,
+    Scope, Secret, SourceStats,
+};
 use polygateway_mock::{Behaviour, MockUpstream, Scenario, Script, openai_error};
 
 const EST: u64 = 40;
 
-fn settings(backend: BackendKind, scope: Scope, mock: &MockUpstream, name: &str) -> GatewaySettings {
+fn settings(
+    backend: BackendKind,
+    scope: Scope,
+    mock: &MockUpstream,
+    name: &str,
+) -> GatewaySettings {
     let mut settings = GatewaySettings::new(scope);
     settings.max_attempts = 1;
     settings.stall_window = Duration::from_secs(2);
@@ -24,7 +32,11 @@ fn settings(backend: BackendKind, scope: Scope, mock: &MockUpstream, name: &str)
         settings.redis_url = Some(Secret::new(support::redis_url()));
         settings.redis_key_prefix = support::unique_prefix(name);
     }
-    let base_url = if scope == Scope::Ocr { mock.ocr_base_url("S") } else { mock.base_url("S") };
+    let base_url = if scope == Scope::Ocr {
+        mock.ocr_base_url("S")
+    } else {
+        mock.base_url("S")
+    };
     settings.sources.push(SourceSettings {
         model: (scope != Scope::Ocr).then(|| "m".to_owned()),
         est_tokens: Some(EST),
@@ -71,7 +83,12 @@ async fn s1_a_refused_admission_counts_nothing(backend: BackendKind) {
     chat(&client).await.expect("the first call fits");
     let error = chat(&client).await.unwrap_err();
     assert_eq!(error.kind(), ErrorKind::GatewayUnavailable);
-    assert!(error.retry_after().is_some_and(|d| d > Duration::from_secs(55)), "{error}");
+    assert!(
+        error
+            .retry_after()
+            .is_some_and(|d| d > Duration::from_secs(55)),
+        "{error}"
+    );
     assert_eq!(chat_ledger(&client).await, (7, 1, 0));
 }
 
@@ -87,9 +104,11 @@ async fn s2_cancelled_before_the_transport_settles_zero(backend: BackendKind) {
         tokio::spawn(async move { chat(&client).await })
     };
     // Entered: the permit is held (the backend counts it in flight) while the pacer waits.
-    support::eventually("the second call holds its permit", Duration::from_secs(5), || async {
-        client.stats().await.expect("stats")[0].inflight == 1
-    })
+    support::eventually(
+        "the second call holds its permit",
+        Duration::from_secs(5),
+        || async { client.stats().await.expect("stats")[0].inflight == 1 },
+    )
     .await;
     waiting.abort();
     assert!(waiting.await.unwrap_err().is_cancelled());
@@ -115,9 +134,17 @@ async fn s4_success_settles_the_reported_usage(backend: BackendKind) {
     let client = chat_client(&settings(backend, Scope::Llm, &mock, "s4"));
     chat(&client).await.expect("ok");
     assert_eq!(chat_ledger(&client).await, (42, 1, 0));
-    mock.set_scenario(Scenario::default().with_rule(None, None, Script::always(Behaviour::ok_with_usage(0, 0))));
+    mock.set_scenario(Scenario::default().with_rule(
+        None,
+        None,
+        Script::always(Behaviour::ok_with_usage(0, 0)),
+    ));
     chat(&client).await.expect("ok");
-    assert_eq!(chat_ledger(&client).await, (42, 2, 0), "a real usage of 0 settles 0");
+    assert_eq!(
+        chat_ledger(&client).await,
+        (42, 2, 0),
+        "a real usage of 0 settles 0"
+    );
 }
 
 async fn s4b_success_without_usage_settles_the_estimate(backend: BackendKind) {
@@ -128,58 +155,115 @@ async fn s4b_success_without_usage_settles_the_estimate(backend: BackendKind) {
 }
 
 async fn s5_source_dead_settles_zero(backend: BackendKind) {
-    let body = openai_error("You exceeded your current quota", "insufficient_quota", "insufficient_quota");
-    let mock = mock(Behaviour::Status { status: 429, retry_after: None, retry_after_ms: None, body: Some(body) }).await;
+    let body = openai_error(
+        "You exceeded your current quota",
+        "insufficient_quota",
+        "insufficient_quota",
+    );
+    let mock = mock(Behaviour::Status {
+        status: 429,
+        retry_after: None,
+        retry_after_ms: None,
+        body: Some(body),
+    })
+    .await;
     let client = chat_client(&settings(backend, Scope::Llm, &mock, "s5d"));
-    assert_eq!(chat(&client).await.unwrap_err().kind(), ErrorKind::GatewayUnavailable);
+    assert_eq!(
+        chat(&client).await.unwrap_err().kind(),
+        ErrorKind::GatewayUnavailable
+    );
     assert_eq!(chat_ledger(&client).await, (0, 1, 0));
 }
 
 async fn s5_transient_settles_the_estimate(backend: BackendKind) {
     let mock = mock(Behaviour::status(503)).await;
     let client = chat_client(&settings(backend, Scope::Llm, &mock, "s5t"));
-    assert_eq!(chat(&client).await.unwrap_err().kind(), ErrorKind::GatewayUnavailable);
+    assert_eq!(
+        chat(&client).await.unwrap_err().kind(),
+        ErrorKind::GatewayUnavailable
+    );
     assert_eq!(chat_ledger(&client).await, (EST, 1, 0));
 }
 
 async fn s6_ocr_settles_zero_while_requests_count(backend: BackendKind) {
     let mock = mock(Behaviour::ok()).await;
-    let client = OcrClient::builder(settings(backend, Scope::Ocr, &mock, "s6").validate().expect("valid"))
-        .build_ocr()
-        .expect("client");
-    client.recognize_text(b"%PDF-1.7 test".to_vec()).await.expect("ok");
-    mock.set_scenario(Scenario::default().with_rule(None, None, Script::always(Behaviour::status(503))));
-    client.recognize_text(b"%PDF-1.7 test".to_vec()).await.unwrap_err();
+    let client = OcrClient::builder(
+        settings(backend, Scope::Ocr, &mock, "s6")
+            .validate()
+            .expect("valid"),
+    )
+    .build_ocr()
+    .expect("client");
+    client
+        .recognize_text(b"%PDF-1.7 test".to_vec())
+        .await
+        .expect("ok");
+    mock.set_scenario(Scenario::default().with_rule(
+        None,
+        None,
+        Script::always(Behaviour::status(503)),
+    ));
+    client
+        .recognize_text(b"%PDF-1.7 test".to_vec())
+        .await
+        .unwrap_err();
     client.flush().await;
-    assert_eq!(ledger(client.stats().await.expect("stats")).await, (0, 2, 0));
+    assert_eq!(
+        ledger(client.stats().await.expect("stats")).await,
+        (0, 2, 0)
+    );
 }
 
 async fn s7_embeddings_settle_per_batch(backend: BackendKind) {
     let mock = mock(Behaviour::ok()).await;
     let mut s = settings(backend, Scope::Embedding, &mock, "s7");
     s.sources[0].max_batch = Some(2);
-    let client = EmbeddingClient::builder(s.validate().expect("valid")).build_embedding().expect("client");
-    let texts: Vec<String> = ["aaaa", "bbbbbbbb", "c"].iter().map(|t| t.to_string()).collect();
+    let client = EmbeddingClient::builder(s.validate().expect("valid"))
+        .build_embedding()
+        .expect("client");
+    let texts: Vec<String> = ["aaaa", "bbbbbbbb", "c"]
+        .iter()
+        .map(|t| t.to_string())
+        .collect();
     client.embed(texts).await.expect("ok");
     client.flush().await;
     // Batch 1 reports 1 + 2 tokens, batch 2 reports 1 (the mock's ⌈len/4⌉).
-    assert_eq!(ledger(client.stats().await.expect("stats")).await, (4, 2, 0));
+    assert_eq!(
+        ledger(client.stats().await.expect("stats")).await,
+        (4, 2, 0)
+    );
 }
 
 async fn s8_request_rejected_settles_zero(backend: BackendKind) {
     let mock = mock(Behaviour::status(400)).await;
     let client = chat_client(&settings(backend, Scope::Llm, &mock, "s8"));
-    assert_eq!(chat(&client).await.unwrap_err().kind(), ErrorKind::RequestRejected);
+    assert_eq!(
+        chat(&client).await.unwrap_err().kind(),
+        ErrorKind::RequestRejected
+    );
     assert_eq!(chat_ledger(&client).await, (0, 1, 0));
 }
 
 async fn s9_result_invalid_settles_the_reported_usage_or_zero(backend: BackendKind) {
-    let mock = mock(Behaviour::MissingFields { usage: Some([10, 5]) }).await;
+    let mock = mock(Behaviour::MissingFields {
+        usage: Some([10, 5]),
+    })
+    .await;
     let client = chat_client(&settings(backend, Scope::Llm, &mock, "s9"));
-    assert_eq!(chat(&client).await.unwrap_err().kind(), ErrorKind::ResultInvalid);
+    assert_eq!(
+        chat(&client).await.unwrap_err().kind(),
+        ErrorKind::ResultInvalid
+    );
     assert_eq!(chat_ledger(&client).await, (15, 1, 0));
-    mock.set_scenario(Scenario::default().with_rule(None, None, Script::always(Behaviour::Malformed)));
-    assert_eq!(chat(&client).await.unwrap_err().kind(), ErrorKind::ResultInvalid);
+    mock.set_scenario(Scenario::default().with_rule(
+        None,
+        None,
+        Script::always(Behaviour::Malformed),
+    ));
+    assert_eq!(
+        chat(&client).await.unwrap_err().kind(),
+        ErrorKind::ResultInvalid
+    );
     assert_eq!(chat_ledger(&client).await, (15, 2, 0));
 }
 

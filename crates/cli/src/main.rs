@@ -10,6 +10,7 @@ mod chat_cmd;
 mod config_cmd;
 mod demo_cmd;
 mod embed_cmd;
+mod load_cmd;
 mod mock_cmd;
 mod ocr_cmd;
 mod progress;
@@ -27,6 +28,8 @@ commands:
   embed [--file F | --jsonl F] [TEXT…] vectors as JSON lines (EMBEDDING scope)
   ocr [--layout [--markdown]] FILE…    text, or layout as JSON lines (OCR scope)
   stats [--json]                       per scope and source: tpm_used, rpm_used, inflight, breaker
+  load [--concurrency C] [--duration S] [--calls N]
+                                       chat calls from C callers; a JSON summary at the end
   demo [--calls N]                     a burst of calls through the whole pipeline against an
                                        embedded mock (a 429 storm and a failing source)
   config [--scope LLM|EMBEDDING|OCR]   validate the configuration and print it (secrets elided)
@@ -86,6 +89,7 @@ fn run(mut args: lexopt::Parser, out: &mut Output) -> Result<(), GatewayError> {
         "chat" => chat_cmd::run(args, out),
         "stats" => stats_cmd::run(args, out),
         "embed" => embed_cmd::run(args),
+        "load" => load_cmd::run(args),
         "ocr" => ocr_cmd::run(args),
         "demo" => demo_cmd::run(args),
         "mock" => mock_cmd::run(args),

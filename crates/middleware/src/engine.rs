@@ -605,7 +605,10 @@ impl<B: AdmissionBackend, K: BreakerStore> Engine<B, K> {
             .min()
             .unwrap_or(now + FULL_POLL);
         let stall_end = last_progress + self.retry.stall_window;
-        if wake > stall_end || deadline.is_some_and(|d| wake > d) {
+        // Fail closed, at once: with the quota backend unreachable nothing may be admitted,
+        // and waiting would only hold the caller (SPEC §6).
+        let backend_down = blocked.iter().all(|b| *b == Some(Block::Backend));
+        if backend_down || wake > stall_end || deadline.is_some_and(|d| wake > d) {
             let reason = if blocked.iter().all(|b| *b == Some(Block::Backend)) {
                 UnavailableReason::BackendUnavailable
             } else if blocked

@@ -99,6 +99,8 @@ pub(crate) struct RecordingAdmission {
     pub(crate) refuse: Mutex<Option<(RefusalReason, Option<Duration>)>>,
     pub(crate) reserve_calls: AtomicU64,
     pub(crate) reserved: Notify,
+    /// Answer every reserve with a backend error (hint: 2 s).
+    pub(crate) down: Mutex<bool>,
 }
 
 impl RecordingAdmission {
@@ -110,6 +112,9 @@ impl RecordingAdmission {
 impl AdmissionBackend for RecordingAdmission {
     async fn reserve(&self, request: AdmissionRequest<'_>) -> Result<Admission, BackendError> {
         self.reserve_calls.fetch_add(1, Ordering::SeqCst);
+        if *self.down.lock().expect("lock") {
+            return Err(BackendError::new("connection refused").with_retry_after(Duration::from_secs(2)));
+        }
         let refuse = *self.refuse.lock().expect("lock");
         let answer = match refuse {
             Some((reason, retry_after)) => Admission::Refused {

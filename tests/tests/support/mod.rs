@@ -25,7 +25,11 @@ pub fn redis_url() -> String {
 /// A key prefix no other test uses.
 pub fn unique_prefix(name: &str) -> String {
     static N: AtomicU64 = AtomicU64::new(0);
-    format!("t-{name}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
+    format!(
+        "t-{name}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 /// A Redis backend on the test Redis with its own prefix, connected.

@@ -611,3 +611,16 @@ async fn an_absurd_retry_after_is_clamped_not_a_panic() {
     );
     assert_eq!(call(&rig, &transport).await, Ok(("B".to_owned(), 2)));
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_unreachable_backend_fails_closed_at_once_with_a_hint() {
+    let rig = one_source();
+    *rig.admission.down.lock().expect("lock") = true;
+    let started = Instant::now();
+    let error = call(&rig, &fake([])).await.unwrap_err();
+    assert_eq!(started.elapsed(), Duration::ZERO);
+    let GatewayError::GatewayUnavailable(u) = &error else { panic!("{error:?}") };
+    assert_eq!(u.reason(), UnavailableReason::BackendUnavailable);
+    assert_eq!(u.retry_after(), Some(Duration::from_secs(2)));
+    assert!(rig.admission.granted.lock().expect("lock").is_empty());
+}
