@@ -113,7 +113,9 @@ impl AdmissionBackend for RecordingAdmission {
     async fn reserve(&self, request: AdmissionRequest<'_>) -> Result<Admission, BackendError> {
         self.reserve_calls.fetch_add(1, Ordering::SeqCst);
         if *self.down.lock().expect("lock") {
-            return Err(BackendError::new("connection refused").with_retry_after(Duration::from_secs(2)));
+            return Err(
+                BackendError::new("connection refused").with_retry_after(Duration::from_secs(2))
+            );
         }
         let refuse = *self.refuse.lock().expect("lock");
         let answer = match refuse {

@@ -57,3 +57,67 @@ where
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
 }
+
+/// A `redis-server` of the test's own, for tests that stop and restart it.
+pub struct OwnRedis {
+    child: Option<std::process::Child>,
+    pub port: u16,
+}
+
+impl OwnRedis {
+    /// Start one on a free loopback port.
+    pub fn start() -> OwnRedis {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let mut redis = OwnRedis { child: None, port };
+        redis.restart();
+        redis
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Start (again) on the same port, and wait until it answers.
+    pub fn restart(&mut self) {
+        let child = std::process::Command::new("redis-server")
+            .args([
+                "--bind",
+                "127.0.0.1",
+                "--port",
+                &self.port.to_string(),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-server is installed (the test command installs it)");
+        self.child = Some(child);
+        let started = std::time::Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "redis-server did not start"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Kill it (SIGKILL): the connection drops with no goodbye.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for OwnRedis {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}

@@ -619,7 +619,9 @@ async fn an_unreachable_backend_fails_closed_at_once_with_a_hint() {
     let started = Instant::now();
     let error = call(&rig, &fake([])).await.unwrap_err();
     assert_eq!(started.elapsed(), Duration::ZERO);
-    let GatewayError::GatewayUnavailable(u) = &error else { panic!("{error:?}") };
+    let GatewayError::GatewayUnavailable(u) = &error else {
+        panic!("{error:?}")
+    };
     assert_eq!(u.reason(), UnavailableReason::BackendUnavailable);
     assert_eq!(u.retry_after(), Some(Duration::from_secs(2)));
     assert!(rig.admission.granted.lock().expect("lock").is_empty());
