@@ -2,6 +2,8 @@
 //! a process killed while holding permits; and 4 processes × 64 callers sharing two sources
 //! under binding TPM and RPM limits.
 
+#![allow(clippy::print_stderr)] // the proof reports its figures
+
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 

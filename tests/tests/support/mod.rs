@@ -1,7 +1,7 @@
 //! Shared by the integration tests: the Redis that `cargo xtask ci` started, and key prefixes
 //! that keep tests apart in it.
 
-#![allow(dead_code)] // each test file uses the part it needs
+#![allow(dead_code, unreachable_pub)] // each test file uses the part it needs; `pub` is for them
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
