@@ -121,3 +121,15 @@ impl Drop for OwnRedis {
         self.kill();
     }
 }
+
+/// Send one inline command to the Redis at `url` (`redis://host:port`) and return its reply
+/// line — enough for `SCRIPT FLUSH` without a client library.
+pub fn redis_inline(url: &str, command: &str) -> String {
+    use std::io::{BufRead, Write};
+    let addr = url.trim_start_matches("redis://").trim_end_matches('/');
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect to redis");
+    write!(stream, "{command}\r\n").expect("write");
+    let mut line = String::new();
+    std::io::BufReader::new(stream).read_line(&mut line).expect("reply");
+    line.trim_end().to_owned()
+}
