@@ -41,6 +41,7 @@ const CLI: &str = "polygateway-cli";
 const MOCK: &str = "polygateway-mock";
 const TESTS: &str = "polygateway-tests";
 const XTASK: &str = "xtask";
+const BENCH: &str = "polygateway-bench";
 
 /// The allowed graph (SPEC §1).
 pub(crate) const LAYERS: &[Layer] = &[
@@ -115,6 +116,13 @@ pub(crate) const LAYERS: &[Layer] = &[
         ],
         third_party: None,
         why: "cross-crate tests dev-depend on the library",
+    },
+    Layer {
+        name: BENCH,
+        allowed: &[FACADE, PORTS, TRANSPORTS],
+        dev_extra: &[],
+        third_party: None,
+        why: "the benchmark driver measures the public API against a bare transport",
     },
     Layer {
         name: XTASK,
