@@ -62,7 +62,10 @@ fn parse_args() -> Result<Args, String> {
         jsonl: std::env::temp_dir().join("pgw-bench-telemetry.jsonl"),
     };
     let text = |p: &mut lexopt::Parser| -> Result<String, String> {
-        p.value().map_err(|e| e.to_string())?.into_string().map_err(|_| "not UTF-8".to_owned())
+        p.value()
+            .map_err(|e| e.to_string())?
+            .into_string()
+            .map_err(|_| "not UTF-8".to_owned())
     };
     while let Some(arg) = parser.next().map_err(|e| e.to_string())? {
         match arg {
@@ -77,10 +80,23 @@ fn parse_args() -> Result<Args, String> {
             }
             Long("mock") => args.mock = text(&mut parser)?,
             Long("redis") => args.redis = Some(text(&mut parser)?),
-            Long("concurrency") => args.concurrency = text(&mut parser)?.parse().map_err(|_| "bad --concurrency")?,
-            Long("duration") => args.duration = Duration::from_secs_f64(text(&mut parser)?.parse().map_err(|_| "bad --duration")?),
-            Long("warmup") => args.warmup = Duration::from_secs_f64(text(&mut parser)?.parse().map_err(|_| "bad --warmup")?),
-            Long("inflight") => args.inflight = Some(text(&mut parser)?.parse().map_err(|_| "bad --inflight")?),
+            Long("concurrency") => {
+                args.concurrency = text(&mut parser)?
+                    .parse()
+                    .map_err(|_| "bad --concurrency")?
+            }
+            Long("duration") => {
+                args.duration = Duration::from_secs_f64(
+                    text(&mut parser)?.parse().map_err(|_| "bad --duration")?,
+                )
+            }
+            Long("warmup") => {
+                args.warmup =
+                    Duration::from_secs_f64(text(&mut parser)?.parse().map_err(|_| "bad --warmup")?)
+            }
+            Long("inflight") => {
+                args.inflight = Some(text(&mut parser)?.parse().map_err(|_| "bad --inflight")?)
+            }
             Long("jsonl") => args.jsonl = PathBuf::from(text(&mut parser)?),
             other => return Err(other.unexpected().to_string()),
         }
@@ -93,14 +109,14 @@ fn parse_args() -> Result<Args, String> {
 
 /// What a caller calls: the bare transport, or the gateway.
 enum Target {
-    Bare { transport: OpenAiTransport, spec: SourceSpec },
+    Bare(Box<(OpenAiTransport, SourceSpec)>),
     Gateway(GatewayClient),
 }
 
 impl Target {
     async fn call(&self, request: &ChatRequest) -> bool {
         match self {
-            Target::Bare { transport, spec } => transport.chat(spec, request).await.is_ok(),
+            Target::Bare(bare) => bare.0.chat(&bare.1, request).await.is_ok(),
             Target::Gateway(client) => client.chat(request.clone()).await.is_ok(),
         }
     }
@@ -131,7 +147,7 @@ fn target(args: &Args, source: &str) -> Result<Target, String> {
             min_interval: Duration::ZERO,
         };
         let transport = OpenAiTransport::new(HttpClient::new(&http_config()));
-        return Ok(Target::Bare { transport, spec });
+        return Ok(Target::Bare(Box::new((transport, spec))));
     }
     let mut settings = GatewaySettings::new(Scope::Llm);
     let mut source_settings = SourceSettings {
@@ -161,7 +177,9 @@ fn target(args: &Args, source: &str) -> Result<Target, String> {
         }
         Scenario::S4 => {
             settings.backend = BackendKind::Redis;
-            settings.redis_url = Some(Secret::new(args.redis.clone().ok_or("s4 needs --redis URL")?));
+            settings.redis_url = Some(Secret::new(
+                args.redis.clone().ok_or("s4 needs --redis URL")?,
+            ));
             settings.redis_key_prefix = format!("bench-{}", std::process::id());
             with_sink(settings.validate().map_err(|e| e.to_string())?)
                 .telemetry(Arc::new(NoopSink))
@@ -209,10 +227,17 @@ async fn throughput(args: &Args) -> Result<serde_json::Value, String> {
     let target = Arc::new(target(args, "BENCH")?);
     let phase = Arc::new(AtomicU8::new(WARMUP));
     let errors = Arc::new(AtomicU64::new(0));
-    let request = Arc::new(ChatRequest::from_prompt("Summarise the benefits of exact quota accounting."));
+    let request = Arc::new(ChatRequest::from_prompt(
+        "Summarise the benefits of exact quota accounting.",
+    ));
     let mut workers = tokio::task::JoinSet::new();
     for _ in 0..args.concurrency {
-        let (target, phase, errors, request) = (target.clone(), phase.clone(), errors.clone(), request.clone());
+        let (target, phase, errors, request) = (
+            target.clone(),
+            phase.clone(),
+            errors.clone(),
+            request.clone(),
+        );
         workers.spawn(async move {
             let mut latencies: Vec<u32> = Vec::with_capacity(1 << 16);
             loop {
@@ -223,7 +248,8 @@ async fn throughput(args: &Args) -> Result<serde_json::Value, String> {
                 let started = Instant::now();
                 let ok = target.call(&request).await;
                 if at_start == MEASURE && phase.load(Ordering::Acquire) == MEASURE {
-                    latencies.push(u32::try_from(started.elapsed().as_micros()).unwrap_or(u32::MAX));
+                    latencies
+                        .push(u32::try_from(started.elapsed().as_micros()).unwrap_or(u32::MAX));
                     if !ok {
                         errors.fetch_add(1, Ordering::Relaxed);
                     }
@@ -265,8 +291,13 @@ async fn throughput(args: &Args) -> Result<serde_json::Value, String> {
 /// The mock's count of requests it is answering (`GET /__mock/stats`), over a raw socket.
 fn mock_in_flight(mock: &str) -> u64 {
     let addr = mock.trim_start_matches("http://").trim_end_matches('/');
-    let Ok(mut stream) = std::net::TcpStream::connect(addr) else { return 0 };
-    let _ = write!(stream, "GET /__mock/stats HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    let Ok(mut stream) = std::net::TcpStream::connect(addr) else {
+        return 0;
+    };
+    let _ = write!(
+        stream,
+        "GET /__mock/stats HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    );
     let mut reader = BufReader::new(stream);
     let mut line = String::new();
     while reader.read_line(&mut line).is_ok_and(|n| n > 0) && line != "\r\n" {
@@ -293,7 +324,10 @@ async fn in_flight_memory(args: &Args, n: usize) -> Result<serde_json::Value, St
     let started = Instant::now();
     while mock_in_flight(&args.mock) < baseline_in_mock + n as u64 {
         if started.elapsed() > Duration::from_secs(60) {
-            return Err(format!("only {} of {n} calls reached the mock", mock_in_flight(&args.mock)));
+            return Err(format!(
+                "only {} of {n} calls reached the mock",
+                mock_in_flight(&args.mock)
+            ));
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -310,6 +344,49 @@ async fn in_flight_memory(args: &Args, n: usize) -> Result<serde_json::Value, St
 }
 
 fn main() {
+    if std::env::var("PGW_BENCH_SIZES").is_ok() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("rt");
+        rt.block_on(async {
+            let args = Args {
+                scenario: Scenario::S2,
+                mock: "http://127.0.0.1:1".into(),
+                redis: None,
+                concurrency: 1,
+                duration: Duration::ZERO,
+                warmup: Duration::ZERO,
+                inflight: None,
+                jsonl: PathBuf::new(),
+            };
+            if let Ok(Target::Gateway(c)) = target(&args, "X") {
+                let req = ChatRequest::from_prompt("x");
+                eprintln!("chat future: {} bytes", std::mem::size_of_val(&c.chat(req)));
+            }
+            let t = OpenAiTransport::new(HttpClient::new(&http_config()));
+            let spec = SourceSpec {
+                name: "X".into(),
+                kind: SourceKind::OpenAiCompat,
+                base_url: "http://x".into(),
+                api_key: None,
+                model: "m".into(),
+                limits: Limits::default(),
+                est_tokens: 1,
+                timeout: Duration::from_secs(1),
+                priority: 0,
+                weight: 1,
+                max_batch: 1,
+                min_interval: Duration::ZERO,
+            };
+            let req = ChatRequest::from_prompt("x");
+            eprintln!(
+                "transport future: {} bytes",
+                std::mem::size_of_val(&t.chat(&spec, &req))
+            );
+        });
+        return;
+    }
     let args = match parse_args() {
         Ok(args) => args,
         Err(e) => {

@@ -682,7 +682,10 @@ async fn redis_probe_outcomes_close_reopen_or_give_the_slot_back() {
 async fn redis_scripts_are_reloaded_after_a_script_flush() {
     let b = support::redis_backend("noscript").await;
     grant(&b, 1, 10, limits(1000, 100, 10)).await; // loads the scripts
-    assert_eq!(support::redis_inline(&support::redis_url(), "SCRIPT FLUSH"), "+OK");
+    assert_eq!(
+        support::redis_inline(&support::redis_url(), "SCRIPT FLUSH"),
+        "+OK"
+    );
     // EVALSHA now answers NOSCRIPT; the backend loads the script again and goes on.
     grant(&b, 2, 10, limits(1000, 100, 10)).await;
     assert_eq!(usage(&b).await, used(20, 2, 2));

@@ -1,5 +1,8 @@
 //! The backend a client runs on, chosen by `{SCOPE}__BACKEND` at assembly: memory or Redis.
-//! An enum rather than a trait object, so the pipeline's calls stay static and unboxed.
+//! An enum rather than a trait object, so the pipeline's calls stay static. The Redis arms box
+//! their futures: fred's are kilobytes large, and unboxed they would make every call's future
+//! that large — copied on every move — even on the memory backend. Next to a round trip to
+//! Redis, the allocation is nothing.
 
 use polygateway_backends::{MemoryAdmission, MemoryBreakers, RedisBackend};
 use polygateway_ports::{
@@ -23,21 +26,21 @@ impl AdmissionBackend for AnyAdmission {
     async fn reserve(&self, request: AdmissionRequest<'_>) -> Result<Admission, BackendError> {
         match self {
             AnyAdmission::Memory(b) => b.reserve(request).await,
-            AnyAdmission::Redis(b) => b.reserve(request).await,
+            AnyAdmission::Redis(b) => Box::pin(b.reserve(request)).await,
         }
     }
 
     async fn settle(&self, permit: &Permit, actual_tokens: u64) -> Result<(), BackendError> {
         match self {
             AnyAdmission::Memory(b) => b.settle(permit, actual_tokens).await,
-            AnyAdmission::Redis(b) => b.settle(permit, actual_tokens).await,
+            AnyAdmission::Redis(b) => Box::pin(b.settle(permit, actual_tokens)).await,
         }
     }
 
     async fn release(&self, permit: &Permit) -> Result<(), BackendError> {
         match self {
             AnyAdmission::Memory(b) => b.release(permit).await,
-            AnyAdmission::Redis(b) => b.release(permit).await,
+            AnyAdmission::Redis(b) => Box::pin(b.release(permit)).await,
         }
     }
 
@@ -48,14 +51,14 @@ impl AdmissionBackend for AnyAdmission {
     ) -> Result<(), BackendError> {
         match self {
             AnyAdmission::Memory(b) => b.settle_and_release(permit, actual_tokens).await,
-            AnyAdmission::Redis(b) => b.settle_and_release(permit, actual_tokens).await,
+            AnyAdmission::Redis(b) => Box::pin(b.settle_and_release(permit, actual_tokens)).await,
         }
     }
 
     async fn usage(&self, source: &str, limits: Limits) -> Result<SourceUsage, BackendError> {
         match self {
             AnyAdmission::Memory(b) => b.usage(source, limits).await,
-            AnyAdmission::Redis(b) => b.usage(source, limits).await,
+            AnyAdmission::Redis(b) => Box::pin(b.usage(source, limits)).await,
         }
     }
 }
@@ -68,7 +71,7 @@ impl BreakerStore for AnyBreakers {
     ) -> Result<BreakerDecision, BackendError> {
         match self {
             AnyBreakers::Memory(b) => b.try_acquire(source, policy).await,
-            AnyBreakers::Redis(b) => b.try_acquire(source, policy).await,
+            AnyBreakers::Redis(b) => Box::pin(b.try_acquire(source, policy)).await,
         }
     }
 
@@ -81,7 +84,7 @@ impl BreakerStore for AnyBreakers {
     ) -> Result<bool, BackendError> {
         match self {
             AnyBreakers::Memory(b) => b.record(source, policy, outcome, was_probe).await,
-            AnyBreakers::Redis(b) => b.record(source, policy, outcome, was_probe).await,
+            AnyBreakers::Redis(b) => Box::pin(b.record(source, policy, outcome, was_probe)).await,
         }
     }
 
@@ -92,7 +95,7 @@ impl BreakerStore for AnyBreakers {
     ) -> Result<BreakerState, BackendError> {
         match self {
             AnyBreakers::Memory(b) => b.state(source, policy).await,
-            AnyBreakers::Redis(b) => b.state(source, policy).await,
+            AnyBreakers::Redis(b) => Box::pin(b.state(source, policy)).await,
         }
     }
 }

@@ -130,6 +130,8 @@ pub fn redis_inline(url: &str, command: &str) -> String {
     let mut stream = std::net::TcpStream::connect(addr).expect("connect to redis");
     write!(stream, "{command}\r\n").expect("write");
     let mut line = String::new();
-    std::io::BufReader::new(stream).read_line(&mut line).expect("reply");
+    std::io::BufReader::new(stream)
+        .read_line(&mut line)
+        .expect("reply");
     line.trim_end().to_owned()
 }

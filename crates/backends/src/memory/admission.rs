@@ -30,18 +30,18 @@ pub const ARRIVAL_GUARD: Duration = Duration::from_secs(1);
 /// When an admitted request stops counting: [`WINDOW`] + [`ARRIVAL_GUARD`].
 pub const AGE_OUT: Duration = Duration::from_secs(61);
 
-/// One admitted request in the window.
+/// One admitted request in the window: when, and its tokens (the estimate until settled).
 #[derive(Debug, Clone, Copy)]
 struct Entry {
     at: Duration,
-    id: PermitId,
     tokens: u64,
 }
 
 /// A granted permit that is not yet both settled and released.
 #[derive(Debug, Clone, Copy)]
 struct Outstanding {
-    at: Duration,
+    /// The sequence number of its window entry (entries are numbered as they are pushed).
+    seq: u64,
     lease_until: Duration,
     settled: bool,
     released: bool,
@@ -49,16 +49,20 @@ struct Outstanding {
 
 #[derive(Debug, Default)]
 struct SourceState {
-    /// Admitted requests of the last window, oldest first (so also ordered by `(at, id)`
-    /// for ids that grow; lookups use the recorded `at`).
+    /// Admitted requests of the last [`AGE_OUT`], oldest first.
     window: VecDeque<Entry>,
+    /// The sequence number of `window.front()`: entry `seq` is at `window[seq - head_seq]`,
+    /// so a settle finds its entry in O(1).
+    head_seq: u64,
     tokens_in_window: u64,
     inflight: u64,
     outstanding: HashMap<PermitId, Outstanding>,
+    /// No unreleased lease ends before this; the outstanding permits are only scanned then.
+    next_lease_end: Option<Duration>,
 }
 
 impl SourceState {
-    /// Forget entries older than the window and reclaim the slots of expired leases.
+    /// Forget entries older than [`AGE_OUT`] and reclaim the slots of expired leases.
     fn prune(&mut self, now: Duration) {
         while let Some(front) = self.window.front() {
             if now.saturating_sub(front.at) < AGE_OUT {
@@ -66,32 +70,32 @@ impl SourceState {
             }
             self.tokens_in_window -= front.tokens;
             self.window.pop_front();
+            self.head_seq += 1;
         }
-        if self
-            .outstanding
-            .values()
-            .any(|o| !o.released && o.lease_until <= now)
-        {
+        if self.next_lease_end.is_some_and(|end| end <= now) {
             let mut reclaimed = 0;
+            let mut next = None::<Duration>;
             self.outstanding.retain(|_, o| {
-                if !o.released && o.lease_until <= now {
-                    reclaimed += 1;
+                if o.released {
+                    return true;
+                }
+                if o.lease_until <= now {
                     // The reservation stays in the window until it ages out: the request may
                     // well have reached the provider.
+                    reclaimed += 1;
                     return false;
                 }
+                next = Some(next.map_or(o.lease_until, |n| n.min(o.lease_until)));
                 true
             });
             self.inflight -= reclaimed;
+            self.next_lease_end = next;
         }
     }
 
-    fn entry_mut(&mut self, id: PermitId, at: Duration) -> Option<&mut Entry> {
-        let index = self.window.partition_point(|e| e.at < at);
-        self.window
-            .range_mut(index..)
-            .take_while(|e| e.at == at)
-            .find(|e| e.id == id)
+    fn entry_mut(&mut self, seq: u64) -> Option<&mut Entry> {
+        let index = usize::try_from(seq.checked_sub(self.head_seq)?).ok()?;
+        self.window.get_mut(index)
     }
 
     /// When `need` more tokens will fit under `tpm`, as entries age out.
@@ -131,7 +135,7 @@ impl MemoryAdmission {
     fn with_source<T>(&self, source: &str, f: impl FnOnce(&mut SourceState, Duration) -> T) -> T {
         let mut sources = self.sources.lock().unwrap_or_else(|e| e.into_inner());
         // Read the clock under the lock: entries must enter the window in time order, which
-        // the binary search in `entry_mut` relies on.
+        // pruning from the front and the retry hints rely on.
         let now = self.clock.monotonic();
         let state = match sources.get_mut(source) {
             Some(state) => state,
@@ -144,10 +148,10 @@ impl MemoryAdmission {
 
     fn reserve_now(&self, request: &AdmissionRequest<'_>) -> Admission {
         self.with_source(request.source, |state, now| {
-            if let Some(existing) = state.outstanding.get(&request.permit_id) {
+            if let Some(existing) = state.outstanding.get(&request.permit_id).copied() {
                 // A re-sent reserve: the permit exists; answer as before, change nothing.
                 let tokens = state
-                    .entry_mut(request.permit_id, existing.at)
+                    .entry_mut(existing.seq)
                     .map_or(request.tokens, |e| e.tokens);
                 return Admission::Granted(Permit {
                     id: request.permit_id,
@@ -186,21 +190,27 @@ impl MemoryAdmission {
                     };
                 }
             }
+            let seq = state.head_seq + state.window.len() as u64;
             state.window.push_back(Entry {
                 at: now,
-                id: request.permit_id,
                 tokens: request.tokens,
             });
             state.tokens_in_window += request.tokens;
             state.inflight += 1;
+            let lease_until = now + request.lease;
             state.outstanding.insert(
                 request.permit_id,
                 Outstanding {
-                    at: now,
-                    lease_until: now + request.lease,
+                    seq,
+                    lease_until,
                     settled: false,
                     released: false,
                 },
+            );
+            state.next_lease_end = Some(
+                state
+                    .next_lease_end
+                    .map_or(lease_until, |n| n.min(lease_until)),
             );
             Admission::Granted(Permit {
                 id: request.permit_id,
@@ -217,7 +227,7 @@ impl MemoryAdmission {
             };
             if let Some(actual) = actual.filter(|_| !outstanding.settled) {
                 outstanding.settled = true;
-                if let Some(entry) = state.entry_mut(permit.id, outstanding.at) {
+                if let Some(entry) = state.entry_mut(outstanding.seq) {
                     let old = entry.tokens;
                     entry.tokens = actual;
                     state.tokens_in_window = state.tokens_in_window - old + actual;

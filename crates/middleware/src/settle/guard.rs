@@ -7,7 +7,7 @@ use polygateway_errors::{AttemptFailure, FailureKind};
 use polygateway_ports::{BreakerOutcome, EventKind, Permit, PermitId, TelemetryRow, Usage};
 use tokio::time::Instant;
 
-use super::settler::{Job, Settler};
+use super::settler::{Finish, Settler};
 use crate::engine::SourceRuntime;
 use crate::telemetry::{CallTrace, millis};
 
@@ -178,19 +178,21 @@ impl Drop for AttemptGuard<'_> {
                 ..self.row(EventKind::Cancelled, tokens)
             });
         }
-        if let Some(permit) = self.permit.take() {
+        let permit = self.permit.take();
+        if permit.is_some() {
             self.source.counters.settled(tokens);
-            self.settler.send(Job::Settle { permit, tokens });
         }
         // A cancellation only matters to the breaker if this attempt held the probe slot.
-        if let Some(outcome) = breaker.filter(|o| *o != BreakerOutcome::Cancelled || self.probe) {
-            self.settler.send(Job::Breaker {
-                source: self.source.name.clone(),
-                outcome,
-                was_probe: self.probe,
-                trips: self.source.counters.trips.clone(),
-            });
-        }
+        let breaker = breaker
+            .filter(|o| *o != BreakerOutcome::Cancelled || self.probe)
+            .map(|o| (o, self.probe));
+        self.settler.finish(Finish {
+            permit,
+            tokens,
+            breaker,
+            source: self.source.name.clone(),
+            trips: self.source.counters.trips.clone(),
+        });
         self.source.pacer.leave();
         self.source.slot_freed();
     }
@@ -237,21 +239,19 @@ impl<'a> AdmitGuard<'a> {
 
 impl Drop for AdmitGuard<'_> {
     fn drop(&mut self) {
-        if self.probe {
-            self.settler.send(Job::Breaker {
-                source: self.source.name.clone(),
-                outcome: BreakerOutcome::Cancelled,
-                was_probe: true,
-                trips: self.source.counters.trips.clone(),
-            });
+        if !self.probe && self.reserving.is_none() {
+            return;
         }
-        if let Some(id) = self.reserving {
-            let permit = Permit {
+        self.settler.finish(Finish {
+            permit: self.reserving.map(|id| Permit {
                 id,
                 source: self.source.name.clone(),
                 tokens: 0,
-            };
-            self.settler.send(Job::Settle { permit, tokens: 0 });
-        }
+            }),
+            tokens: 0,
+            breaker: self.probe.then_some((BreakerOutcome::Cancelled, true)),
+            source: self.source.name.clone(),
+            trips: self.source.counters.trips.clone(),
+        });
     }
 }

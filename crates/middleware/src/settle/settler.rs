@@ -1,14 +1,16 @@
-//! The background settler: where drop guards send the settlements and breaker reports they
-//! cannot await themselves (the sqlx `PoolConnection::drop` pattern).
+//! The settler: where drop guards hand the settlement and breaker report they cannot await
+//! (the sqlx `PoolConnection::drop` pattern).
 //!
-//! One task per client drains an unbounded channel. Each job is polled once where it is
-//! received — a memory backend finishes there, with no task spawned — and a job that has to
-//! wait (a Redis round trip) continues as its own task, so slow jobs run concurrently. A job
-//! that fails is retried a few times; the backend's lease covers the rest.
+//! A guard's [`Finish`] becomes one boxed job, polled once right where the guard drops: an
+//! in-memory backend completes there and then — no channel, no task, no wake-up. A job that
+//! has to wait (a Redis round trip) is handed to the client's background task, which runs
+//! each such job as a task of its own so slow jobs proceed concurrently. The caller never
+//! waits either way. A job that fails is retried a few times; the backend's lease covers the
+//! rest.
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Waker};
 use std::time::Duration;
@@ -23,29 +25,36 @@ const RETRY_DELAYS: [Duration; 3] = [
     Duration::from_secs(1),
 ];
 
-/// What the settler does.
-pub(crate) enum Job {
-    /// Settle `permit` with `tokens` and release its slot.
-    Settle { permit: Permit, tokens: u64 },
-    /// Report a breaker outcome for `source`; `trips` counts the openings it causes.
-    Breaker {
-        source: Arc<str>,
-        outcome: BreakerOutcome,
-        was_probe: bool,
-        trips: Arc<AtomicU64>,
-    },
+/// How an attempt ended, as far as the backends must hear of it.
+pub(crate) struct Finish {
+    /// The permit to settle with `tokens` and release, if one was (or may have been) granted.
+    pub(crate) permit: Option<Permit>,
+    pub(crate) tokens: u64,
+    /// The breaker report, and whether the attempt held the probe.
+    pub(crate) breaker: Option<(BreakerOutcome, bool)>,
+    pub(crate) source: Arc<str>,
+    /// Counts the breaker openings this report causes.
+    pub(crate) trips: Arc<AtomicU64>,
+}
+
+type BoxedJob = Pin<Box<dyn Future<Output = ()> + Send>>;
+type MakeJob = Box<dyn Fn(Finish) -> BoxedJob + Send + Sync>;
+
+enum Message {
+    /// Continue a job that could not finish where it was created.
+    Run(BoxedJob),
     /// Answer once every job received before this one is done.
     Flush(oneshot::Sender<()>),
 }
 
-type BoxedJob = Pin<Box<dyn Future<Output = ()> + Send>>;
-
-/// The sending side, shared by every guard of one client.
+/// Shared by every guard of one client.
 pub(crate) struct Settler {
-    tx: mpsc::UnboundedSender<Job>,
-    /// The receiving side until the task is started (lazily, on the first call, so that a
-    /// client can be built outside a runtime), and what the task needs.
-    start: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+    make: MakeJob,
+    tx: mpsc::UnboundedSender<Message>,
+    started: AtomicBool,
+    /// The receiving side until the task is started — lazily, on the first call, so that a
+    /// client can be built outside a runtime.
+    start: Mutex<Option<mpsc::UnboundedReceiver<Message>>>,
 }
 
 impl Settler {
@@ -54,63 +63,87 @@ impl Settler {
     pub(crate) fn new<B: AdmissionBackend, K: BreakerStore>(
         admission: Arc<B>,
         breakers: Arc<K>,
-        breaker_policy: BreakerPolicy,
+        policy: BreakerPolicy,
         slot_freed: Arc<Notify>,
     ) -> Settler {
         let (tx, rx) = mpsc::unbounded_channel();
-        let start: Box<dyn FnOnce() + Send> = Box::new(move || {
-            tokio::spawn(run(rx, admission, breakers, breaker_policy, slot_freed));
+        let make: MakeJob = Box::new(move |finish| {
+            let (admission, breakers, slot_freed) =
+                (admission.clone(), breakers.clone(), slot_freed.clone());
+            Box::pin(async move {
+                if let Some(permit) = &finish.permit {
+                    retrying("settle", &finish.source, || {
+                        admission.settle_and_release(permit, finish.tokens)
+                    })
+                    .await;
+                    slot_freed.notify_waiters();
+                }
+                if let Some((outcome, was_probe)) = finish.breaker {
+                    let tripped = retrying("breaker report", &finish.source, || {
+                        breakers.record(&finish.source, &policy, outcome, was_probe)
+                    })
+                    .await;
+                    if tripped == Some(true) {
+                        finish.trips.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            })
         });
         Settler {
+            make,
             tx,
-            start: Mutex::new(Some(start)),
+            started: AtomicBool::new(false),
+            start: Mutex::new(Some(rx)),
         }
     }
 
-    /// Start the task if it is not running yet. Must be called from within a runtime.
+    /// Start the background task if it is not running yet. Must be called from within a
+    /// runtime.
     pub(crate) fn ensure_started(&self) {
+        if self.started.load(Ordering::Acquire) {
+            return;
+        }
         let mut start = self.start.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(start) = start.take() {
-            start();
+        if let Some(rx) = start.take() {
+            tokio::spawn(run(rx));
+            self.started.store(true, Ordering::Release);
         }
     }
 
-    /// Queue a job; never waits. (The channel only closes when the client is gone, and then
-    /// nobody is left to care.)
-    pub(crate) fn send(&self, job: Job) {
-        let _ = self.tx.send(job);
+    /// Settle and report `finish`: at once when the backends need no I/O, else in the
+    /// background. Never waits.
+    pub(crate) fn finish(&self, finish: Finish) {
+        let mut job = (self.make)(finish);
+        if job
+            .as_mut()
+            .poll(&mut Context::from_waker(Waker::noop()))
+            .is_pending()
+        {
+            // The channel only closes when the client is gone, and then nobody is left to care.
+            let _ = self.tx.send(Message::Run(job));
+        }
     }
 
-    /// Wait until every job queued so far is done.
+    /// Wait until every job handed over so far is done.
     pub(crate) async fn flush(&self) {
         self.ensure_started();
         let (tx, rx) = oneshot::channel();
-        self.send(Job::Flush(tx));
+        let _ = self.tx.send(Message::Flush(tx));
         let _ = rx.await;
     }
 }
 
-async fn run<B: AdmissionBackend, K: BreakerStore>(
-    mut rx: mpsc::UnboundedReceiver<Job>,
-    admission: Arc<B>,
-    breakers: Arc<K>,
-    policy: BreakerPolicy,
-    slot_freed: Arc<Notify>,
-) {
+async fn run(mut rx: mpsc::UnboundedReceiver<Message>) {
     let mut running = tokio::task::JoinSet::new();
     loop {
         tokio::select! {
-            job = rx.recv() => match job {
-                Some(Job::Flush(done)) => {
+            message = rx.recv() => match message {
+                Some(Message::Run(job)) => {
+                    running.spawn(job);
+                }
+                Some(Message::Flush(done)) => {
                     while running.join_next().await.is_some() {}
                     let _ = done.send(());
-                }
-                Some(job) => {
-                    let mut future = boxed(job, &admission, &breakers, policy, &slot_freed);
-                    // Poll once here: an in-memory backend is done now, without a task.
-                    if future.as_mut().poll(&mut Context::from_waker(Waker::noop())).is_pending() {
-                        running.spawn(future);
-                    }
                 }
                 None => break,
             },
@@ -118,48 +151,6 @@ async fn run<B: AdmissionBackend, K: BreakerStore>(
         }
     }
     while running.join_next().await.is_some() {}
-}
-
-fn boxed<B: AdmissionBackend, K: BreakerStore>(
-    job: Job,
-    admission: &Arc<B>,
-    breakers: &Arc<K>,
-    policy: BreakerPolicy,
-    slot_freed: &Arc<Notify>,
-) -> BoxedJob {
-    match job {
-        Job::Settle { permit, tokens } => {
-            let admission = admission.clone();
-            let slot_freed = slot_freed.clone();
-            Box::pin(async move {
-                retrying("settle", &permit.source, || {
-                    admission.settle_and_release(&permit, tokens)
-                })
-                .await;
-                slot_freed.notify_waiters();
-            })
-        }
-        Job::Breaker {
-            source,
-            outcome,
-            was_probe,
-            trips,
-        } => {
-            let breakers = breakers.clone();
-            Box::pin(async move {
-                let tripped = retrying("breaker report", &source, || {
-                    breakers.record(&source, &policy, outcome, was_probe)
-                })
-                .await;
-                if tripped == Some(true) {
-                    trips.fetch_add(1, Ordering::Relaxed);
-                }
-            })
-        }
-        Job::Flush(done) => Box::pin(async move {
-            let _ = done.send(());
-        }),
-    }
 }
 
 async fn retrying<T, F, Fut>(what: &str, source: &str, mut op: F) -> Option<T>
