@@ -690,3 +690,108 @@ async fn redis_scripts_are_reloaded_after_a_script_flush() {
     grant(&b, 2, 10, limits(1000, 100, 10)).await;
     assert_eq!(usage(&b).await, used(20, 2, 2));
 }
+
+#[tokio::test]
+async fn redis_guarded_reserve_and_settle_pass_the_breaker_in_the_same_step() {
+    use polygateway_ports::{BreakerReport, GuardedAdmission};
+    let b = support::redis_backend("guarded").await;
+    let policy = short_policy();
+    let l = limits(1000, 100, 1);
+    let guarded = |id| {
+        let b = &b;
+        async move {
+            b.reserve_guarded(request(id, 10, l), &policy)
+                .await
+                .expect("supported")
+                .expect("up")
+        }
+    };
+    let GuardedAdmission::Granted {
+        permit,
+        probe: false,
+    } = guarded(1).await
+    else {
+        panic!("closed breaker grants")
+    };
+    // Settling with a dead report opens the breaker in the same script.
+    let report = BreakerReport {
+        outcome: BreakerOutcome::Failure(FailureKind::SourceDead),
+        was_probe: false,
+        policy: &policy,
+    };
+    assert_eq!(
+        b.settle_reporting(&permit, 0, report)
+            .await
+            .expect("supported"),
+        Ok(true)
+    );
+    assert_eq!(usage(&b).await, used(0, 1, 0));
+    assert!(matches!(
+        guarded(2).await,
+        GuardedAdmission::BreakerRejected {
+            retry_after: Some(_)
+        }
+    ));
+    assert_eq!(
+        usage(&b).await,
+        used(0, 1, 0),
+        "a breaker refusal counts nothing"
+    );
+    support::eventually("half-open", Duration::from_secs(5), || async {
+        b.state(SOURCE, &policy).await.expect("up") == BreakerState::HalfOpen
+    })
+    .await;
+    // Half-open: the probe and the permit in one step; a second caller is refused.
+    let GuardedAdmission::Granted {
+        permit: probe_permit,
+        probe: true,
+    } = guarded(3).await
+    else {
+        panic!("the probe")
+    };
+    assert!(matches!(
+        guarded(4).await,
+        GuardedAdmission::BreakerRejected { retry_after: None }
+    ));
+    let report = BreakerReport {
+        outcome: BreakerOutcome::Success,
+        was_probe: true,
+        policy: &policy,
+    };
+    assert_eq!(
+        b.settle_reporting(&probe_permit, 7, report)
+            .await
+            .expect("supported"),
+        Ok(false)
+    );
+    assert_eq!(
+        b.state(SOURCE, &policy).await.expect("up"),
+        BreakerState::Closed
+    );
+    // A probe whose reservation is refused gives the slot back in the same step.
+    let _holder = grant(&b, 10, 1, l).await; // the only concurrency slot
+    b.record(
+        SOURCE,
+        &policy,
+        BreakerOutcome::Failure(FailureKind::SourceDead),
+        false,
+    )
+    .await
+    .expect("up");
+    support::eventually("half-open again", Duration::from_secs(5), || async {
+        b.state(SOURCE, &policy).await.expect("up") == BreakerState::HalfOpen
+    })
+    .await;
+    assert!(matches!(
+        guarded(11).await,
+        GuardedAdmission::Refused {
+            reason: RefusalReason::Concurrency,
+            ..
+        }
+    ));
+    assert_eq!(
+        b.try_acquire(SOURCE, &policy).await.expect("up"),
+        BreakerDecision::Probe,
+        "the probe slot came back"
+    );
+}

@@ -155,13 +155,13 @@ fn summary_counts(line: &str) -> (u64, u64) {
 }
 
 /// A `redis-server` on a free loopback port, without persistence, stopped on drop.
-struct RedisServer {
+pub(crate) struct RedisServer {
     child: Child,
     port: u16,
 }
 
 impl RedisServer {
-    fn start() -> Result<RedisServer, String> {
+    pub(crate) fn start() -> Result<RedisServer, String> {
         let port = free_port()?;
         let child = Command::new("redis-server")
             .args([
@@ -195,7 +195,7 @@ impl RedisServer {
         Ok(server)
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
     }
 

@@ -4,9 +4,11 @@
 //! * `cargo xtask ci` — every check, as `.ci/run` and the README run it: fmt, clippy,
 //!   lint-layers, cargo-deny, then the whole test suite against a real `redis-server` started
 //!   on a free loopback port.
+//! * `cargo xtask bench` — the gateway's cost against a bare HTTP call (not part of `ci`).
 
 #![allow(clippy::print_stdout, clippy::print_stderr)] // a command-line tool reports on its streams
 
+mod bench;
 mod ci;
 mod layers;
 
@@ -18,12 +20,14 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("lint-layers") => lint_layers(),
         Some("ci") => ci::run(),
+        Some("bench") => bench::run(),
         _ => {
             eprintln!(
                 "usage: cargo xtask <command>\n\n\
                  commands:\n  \
                  lint-layers   check the crate layering against cargo metadata\n  \
-                 ci            fmt, clippy, lint-layers, cargo-deny and every test (starts redis-server)"
+                 ci            fmt, clippy, lint-layers, cargo-deny and every test (starts redis-server)\n  \
+                 bench         release benchmarks against the mock upstream; writes docs/benchmarks.md"
             );
             return ExitCode::from(2);
         }

@@ -1,22 +1,29 @@
--- PolyGateway admission for one source, atomically (SPEC §6, §17).
+-- PolyGateway admission for one source, atomically (SPEC §6, §17). (breaker_core.lua is
+-- prepended.)
 --
 -- KEYS: 1 W window ZSET (permit id -> granted ms), 2 T tokens HASH (id -> tokens in the
 --       window), 3 M meta HASH ("sum" = tokens in the window), 4 C concurrency ZSET
 --       (id -> lease end ms, while not released), 5 O outstanding HASH (id -> lease end ms,
---       until settled and released), 6 X settled HASH (id -> 1).
+--       until settled and released), 6 X settled HASH (id -> 1), 7 B the source's breaker
+--       HASH (same hash tag), for the guarded forms.
 -- ARGV: 1 op ("reserve" | "settle" | "usage"), 2 id, then per op:
 --   reserve: 3 tokens, 4 tpm (-1 none), 5 rpm (-1 none), 6 max concurrency (-1 none),
---            7 lease ms, 8 age-out ms (the window plus the arrival guard)
---            -> {1, tokens} granted | {0, reason (1 tpm, 2 rpm, 3 concurrency), wait ms (-1 unknown)}
---   settle:  3 actual tokens (-1 = release only), 4 release (1/0), 5 age-out ms -> 1 | 0
+--            7 lease ms, 8 age-out ms (the window plus the arrival guard),
+--            [9 probe lease ms: guarded — pass the breaker first, in the same step]
+--            -> {1, tokens, probe (0/1)} granted
+--             | {0, reason (1 tpm, 2 rpm, 3 concurrency), wait ms (-1 unknown)} refused
+--             | {2, 1 open | 2 probe out, wait ms (-1 unknown)} the breaker said no
+--   settle:  3 actual tokens (-1 = release only), 4 release (1/0), 5 age-out ms,
+--            [6 outcome, 7 was probe, 8 failures, 9 open ms, 10 max open ms, 11 dead ms,
+--             12 probe lease: also report to the breaker, in the same step]
+--            -> {done (1/0), breaker opened (1/0)}
 --   usage:   3 age-out ms -> {tokens in window, requests in window, in flight}
 -- The clock is Redis TIME, so every process sees the same windows. All keys share one hash
 -- tag (the source), so the script runs on Redis Cluster.
 
-local W, T, M, C, O, X = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local W, T, M, C, O, X, B = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local op, id = ARGV[1], ARGV[2]
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = redis_now()
 local BATCH = 500
 
 local function prune(age_out)
@@ -45,7 +52,7 @@ end
 
 local function keep(age_out)
   local ttl = age_out + 60000
-  for _, k in ipairs(KEYS) do redis.call('PEXPIRE', k, ttl) end
+  for i = 1, 6 do redis.call('PEXPIRE', KEYS[i], ttl) end
 end
 
 if op == 'reserve' then
@@ -54,15 +61,26 @@ if op == 'reserve' then
   prune(age_out)
   if redis.call('HEXISTS', O, id) == 1 then
     -- A re-sent reserve: answer as before, change nothing.
-    return {1, tonumber(redis.call('HGET', T, id) or tokens)}
+    return {1, tonumber(redis.call('HGET', T, id) or tokens), 0}
+  end
+  local probe = 0
+  if ARGV[9] then
+    local decision, wait = breaker_acquire(B, now, tonumber(ARGV[9]))
+    if decision == 1 or decision == 2 then return {2, decision, wait} end
+    if decision == 3 then probe = 1 end
+  end
+  -- A refusal below gives the probe slot back: a refused reserve holds nothing.
+  local function refuse(reason, wait)
+    if probe == 1 then redis.call('HSET', B, 'probe_since', 0) end
+    return {0, reason, wait}
   end
   if maxc >= 0 and redis.call('ZCARD', C) >= maxc then
-    return {0, 3, -1}
+    return refuse(3, -1)
   end
   local count = redis.call('ZCARD', W)
   if rpm >= 0 and count >= rpm then
     local e = redis.call('ZRANGE', W, count - rpm, count - rpm, 'WITHSCORES')
-    return {0, 2, tonumber(e[2]) + age_out - now}
+    return refuse(2, tonumber(e[2]) + age_out - now)
   end
   local sum = tonumber(redis.call('HGET', M, 'sum') or '0')
   if tpm >= 0 and sum + tokens > tpm then
@@ -80,7 +98,7 @@ if op == 'reserve' then
       end
       offset = offset + BATCH
     end
-    return {0, 1, wait}
+    return refuse(1, wait)
   end
   redis.call('ZADD', W, now, id)
   redis.call('HSET', T, id, tokens)
@@ -88,12 +106,17 @@ if op == 'reserve' then
   redis.call('ZADD', C, now + lease, id)
   redis.call('HSET', O, id, now + lease)
   keep(age_out)
-  return {1, tokens}
+  return {1, tokens, probe}
 elseif op == 'settle' then
   local actual, release, age_out = tonumber(ARGV[3]), ARGV[4] == '1', tonumber(ARGV[5])
   prune(age_out)
+  local opened = 0
+  if ARGV[6] then
+    opened = breaker_record(B, now, tonumber(ARGV[12]), ARGV[6], ARGV[7] == '1', tonumber(ARGV[8]),
+      tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11]))
+  end
   if redis.call('HEXISTS', O, id) == 0 then
-    return 0 -- never granted, already finished, or its lease ran out: nothing to do
+    return {0, opened} -- never granted, already finished, or its lease ran out: nothing to do
   end
   if actual >= 0 and redis.call('HEXISTS', X, id) == 0 then
     redis.call('HSET', X, id, 1)
@@ -111,7 +134,7 @@ elseif op == 'settle' then
     redis.call('HDEL', X, id)
   end
   keep(age_out)
-  return 1
+  return {1, opened}
 elseif op == 'usage' then
   prune(tonumber(ARGV[3]))
   return {tonumber(redis.call('HGET', M, 'sum') or '0'), redis.call('ZCARD', W), redis.call('ZCARD', C)}

@@ -13,7 +13,7 @@ use polygateway_errors::{
 };
 use polygateway_ports::{
     Admission, AdmissionBackend, AdmissionRequest, BreakerDecision, BreakerPolicy, BreakerState,
-    BreakerStore, Clock, Permit, PermitId, SourceSpec, TelemetrySink, Usage,
+    BreakerStore, Clock, GuardedAdmission, Permit, PermitId, SourceSpec, TelemetrySink, Usage,
 };
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -521,27 +521,6 @@ impl<B: AdmissionBackend, K: BreakerStore> Engine<B, K> {
         est: u64,
     ) -> Result<(Permit, bool), (Block, Option<Duration>)> {
         let mut undo = AdmitGuard::new(source, &self.settler);
-        let probe = match self
-            .breakers
-            .try_acquire(&source.spec.name, &self.breaker)
-            .await
-        {
-            Ok(BreakerDecision::Allow) => false,
-            Ok(BreakerDecision::Probe) => {
-                undo.holds_probe();
-                true
-            }
-            Ok(BreakerDecision::Reject { retry_after }) => {
-                return Err((Block::Breaker, retry_after));
-            }
-            Err(error) => {
-                tracing::warn!(source = %source.spec.name, %error, "breaker backend unavailable; failing closed");
-                return Err((
-                    Block::Backend,
-                    Some(error.retry_after().unwrap_or(Duration::from_secs(1))),
-                ));
-            }
-        };
         let permit_id = self.next_permit_id();
         undo.reserving(permit_id);
         let request = AdmissionRequest {
@@ -556,6 +535,55 @@ impl<B: AdmissionBackend, K: BreakerStore> Engine<B, K> {
                 .saturating_add(self.lease_margin)
                 .saturating_add(source.pacer.backlog()),
             permit_id,
+        };
+        // A backend that holds the breakers too passes both in one step (one round trip).
+        let guarded = self.admission.reserve_guarded(request, &self.breaker).await;
+        if let Some(answer) = guarded {
+            return match answer {
+                Ok(GuardedAdmission::Granted { permit, probe }) => {
+                    undo.done(true);
+                    Ok((permit, probe))
+                }
+                Ok(GuardedAdmission::Refused { retry_after, .. }) => {
+                    undo.done(false);
+                    Err((Block::Quota, retry_after))
+                }
+                Ok(GuardedAdmission::BreakerRejected { retry_after }) => {
+                    undo.done(false);
+                    Err((Block::Breaker, retry_after))
+                }
+                Err(error) => {
+                    tracing::warn!(source = %source.spec.name, %error, "admission backend unavailable; failing closed");
+                    // Keep `reserving`: the script may have run; the release is idempotent.
+                    Err((
+                        Block::Backend,
+                        Some(error.retry_after().unwrap_or(Duration::from_secs(1))),
+                    ))
+                }
+            };
+        }
+        let probe = match self
+            .breakers
+            .try_acquire(&source.spec.name, &self.breaker)
+            .await
+        {
+            Ok(BreakerDecision::Allow) => false,
+            Ok(BreakerDecision::Probe) => {
+                undo.holds_probe();
+                true
+            }
+            Ok(BreakerDecision::Reject { retry_after }) => {
+                undo.done(false);
+                return Err((Block::Breaker, retry_after));
+            }
+            Err(error) => {
+                tracing::warn!(source = %source.spec.name, %error, "breaker backend unavailable; failing closed");
+                undo.done(false);
+                return Err((
+                    Block::Backend,
+                    Some(error.retry_after().unwrap_or(Duration::from_secs(1))),
+                ));
+            }
         };
         match self.admission.reserve(request).await {
             Ok(Admission::Granted(permit)) => {

@@ -7,7 +7,8 @@
 use polygateway_backends::{MemoryAdmission, MemoryBreakers, RedisBackend};
 use polygateway_ports::{
     Admission, AdmissionBackend, AdmissionRequest, BackendError, BreakerDecision, BreakerOutcome,
-    BreakerPolicy, BreakerState, BreakerStore, Limits, Permit, SourceUsage,
+    BreakerPolicy, BreakerReport, BreakerState, BreakerStore, GuardedAdmission, Limits, Permit,
+    SourceUsage,
 };
 
 /// Admission in memory or in Redis.
@@ -52,6 +53,34 @@ impl AdmissionBackend for AnyAdmission {
         match self {
             AnyAdmission::Memory(b) => b.settle_and_release(permit, actual_tokens).await,
             AnyAdmission::Redis(b) => Box::pin(b.settle_and_release(permit, actual_tokens)).await,
+        }
+    }
+
+    async fn reserve_guarded(
+        &self,
+        request: AdmissionRequest<'_>,
+        policy: &BreakerPolicy,
+    ) -> Option<Result<GuardedAdmission, BackendError>> {
+        match self {
+            // Memory breakers are a separate store; the pipeline asks them directly.
+            AnyAdmission::Memory(_) => None,
+            // The same RedisBackend holds this scope's breakers (see `ClientBuilder`): one
+            // script, one round trip.
+            AnyAdmission::Redis(b) => Box::pin(b.reserve_guarded(request, policy)).await,
+        }
+    }
+
+    async fn settle_reporting(
+        &self,
+        permit: &Permit,
+        actual_tokens: u64,
+        report: BreakerReport<'_>,
+    ) -> Option<Result<bool, BackendError>> {
+        match self {
+            AnyAdmission::Memory(_) => None,
+            AnyAdmission::Redis(b) => {
+                Box::pin(b.settle_reporting(permit, actual_tokens, report)).await
+            }
         }
     }
 

@@ -72,6 +72,43 @@ pub enum Admission {
     },
 }
 
+/// The answer to [`AdmissionBackend::reserve_guarded`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GuardedAdmission {
+    /// The breaker let the attempt through (as the half-open probe when `probe`) and the
+    /// reservation was made.
+    Granted {
+        /// The permit.
+        permit: Permit,
+        /// Whether this attempt holds the half-open probe slot.
+        probe: bool,
+    },
+    /// The breaker let it through, but there was no room; nothing was reserved or counted,
+    /// and a probe slot taken in the same step was given back.
+    Refused {
+        /// The quota that is full.
+        reason: RefusalReason,
+        /// When room is expected, if the backend can tell.
+        retry_after: Option<Duration>,
+    },
+    /// The breaker is open (or half-open with its probe out).
+    BreakerRejected {
+        /// When it may admit a probe; `None` while a probe is out.
+        retry_after: Option<Duration>,
+    },
+}
+
+/// What an attempt reports to its source's breaker along with its settlement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BreakerReport<'a> {
+    /// How the attempt ended.
+    pub outcome: crate::BreakerOutcome,
+    /// Whether it held the probe slot.
+    pub was_probe: bool,
+    /// The breaker's policy.
+    pub policy: &'a crate::BreakerPolicy,
+}
+
 /// A source's quota use as the backend sees it (for `stats()`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SourceUsage {
@@ -158,6 +195,32 @@ pub trait AdmissionBackend: Send + Sync + 'static {
             self.settle(permit, actual_tokens).await?;
             self.release(permit).await
         }
+    }
+
+    /// Pass the source's breaker and reserve, in one atomic step: one round trip instead of
+    /// two for a remote backend. Only a backend that also stores the breakers the pipeline uses
+    /// may answer `Some`; `None` (the default) means "not supported", and the pipeline then asks
+    /// the breaker store and reserves separately.
+    fn reserve_guarded(
+        &self,
+        request: AdmissionRequest<'_>,
+        policy: &crate::BreakerPolicy,
+    ) -> impl Future<Output = Option<Result<GuardedAdmission, BackendError>>> + Send {
+        let _ = (request, policy);
+        async { None }
+    }
+
+    /// Settle, release and report to the breaker in one step; `Some(Ok(true))` when the
+    /// report opened the breaker. Same rule as [`reserve_guarded`](Self::reserve_guarded):
+    /// `None` (the default) means "not supported".
+    fn settle_reporting(
+        &self,
+        permit: &Permit,
+        actual_tokens: u64,
+        report: BreakerReport<'_>,
+    ) -> impl Future<Output = Option<Result<bool, BackendError>>> + Send {
+        let _ = (permit, actual_tokens, report);
+        async { None }
     }
 
     /// The source's current use.

@@ -30,8 +30,8 @@ mod telemetry;
 mod transport;
 
 pub use admission::{
-    Admission, AdmissionBackend, AdmissionRequest, BackendError, Permit, PermitId, RefusalReason,
-    SourceUsage,
+    Admission, AdmissionBackend, AdmissionRequest, BackendError, BreakerReport, GuardedAdmission,
+    Permit, PermitId, RefusalReason, SourceUsage,
 };
 pub use breaker::{BreakerDecision, BreakerOutcome, BreakerPolicy, BreakerState, BreakerStore};
 pub use cache::CacheStore;

@@ -24,14 +24,21 @@ use fred::types::scripts::Script;
 use polygateway_errors::{FailureKind, Scope};
 use polygateway_ports::{
     Admission, AdmissionBackend, AdmissionRequest, BackendError, BreakerDecision, BreakerOutcome,
-    BreakerPolicy, BreakerState, BreakerStore, CacheStore, Limits, Permit, RefusalReason,
-    SourceUsage,
+    BreakerPolicy, BreakerReport, BreakerState, BreakerStore, CacheStore, GuardedAdmission, Limits,
+    Permit, RefusalReason, SourceUsage,
 };
 
 use crate::memory::AGE_OUT;
 
-const ADMISSION_LUA: &str = include_str!("../../lua/admission.lua");
-const BREAKER_LUA: &str = include_str!("../../lua/breaker.lua");
+/// Each script is the shared breaker functions followed by its own body.
+const ADMISSION_LUA: &str = concat!(
+    include_str!("../../lua/breaker_core.lua"),
+    include_str!("../../lua/admission.lua")
+);
+const BREAKER_LUA: &str = concat!(
+    include_str!("../../lua/breaker_core.lua"),
+    include_str!("../../lua/breaker.lua")
+);
 
 /// How to reach Redis.
 #[derive(Clone)]
@@ -133,8 +140,9 @@ impl RedisBackend {
         format!("{}:{{{}:{source}}}:{suffix}", self.prefix, self.scope)
     }
 
+    /// The admission keys, and the breaker hash last (same hash tag) for the guarded forms.
     fn admission_keys(&self, source: &str) -> Vec<String> {
-        ["w", "t", "m", "c", "o", "x"]
+        ["w", "t", "m", "c", "o", "x", "b"]
             .iter()
             .map(|s| self.key(source, s))
             .collect()
@@ -162,29 +170,67 @@ impl RedisBackend {
             .map_err(|e| backend_error(&e))
     }
 
+    /// Settle and/or release, and report to the breaker when `report` is given: one script.
+    /// Returns whether the report opened the breaker.
     async fn settle_op(
         &self,
         permit: &Permit,
         actual: Option<u64>,
         release: bool,
-    ) -> Result<(), BackendError> {
-        let args = vec![
+        report: Option<BreakerReport<'_>>,
+    ) -> Result<bool, BackendError> {
+        let mut args = vec![
             "settle".to_owned(),
             permit.id.to_string(),
             actual.map_or_else(|| "-1".to_owned(), |a| a.to_string()),
             if release { "1" } else { "0" }.to_owned(),
             millis(AGE_OUT),
         ];
-        self.admission
-            .evalsha_with_reload::<i64, _, _>(
-                self.pool.next(),
-                self.admission_keys(&permit.source),
-                args,
-            )
-            .await
-            .map(|_| ())
-            .map_err(|e| backend_error(&e))
+        if let Some(report) = report {
+            args.extend(record_args(report.outcome, report.was_probe, report.policy));
+        }
+        let reply = self.admission_script(&permit.source, args).await?;
+        match reply.as_slice() {
+            [_, opened] => Ok(*opened == 1),
+            other => Err(unexpected(other)),
+        }
     }
+
+    fn reserve_args(request: &AdmissionRequest<'_>) -> Vec<String> {
+        vec![
+            "reserve".to_owned(),
+            request.permit_id.to_string(),
+            request.tokens.to_string(),
+            limit(request.limits.tpm),
+            limit(request.limits.rpm),
+            limit(request.limits.max_concurrency),
+            millis(request.lease.max(Duration::from_millis(1))),
+            millis(AGE_OUT),
+        ]
+    }
+}
+
+/// The breaker-report arguments, in the order both scripts read them: outcome, was probe,
+/// failures to open, open ms, max open ms, dead open ms, probe lease ms.
+fn record_args(outcome: BreakerOutcome, was_probe: bool, policy: &BreakerPolicy) -> [String; 7] {
+    let outcome = match outcome {
+        BreakerOutcome::Success => "success",
+        BreakerOutcome::Failure(FailureKind::RequestRejected | FailureKind::ResultInvalid) => {
+            "neutral"
+        }
+        BreakerOutcome::Failure(FailureKind::Transient) => "transient",
+        BreakerOutcome::Failure(FailureKind::SourceDead) => "dead",
+        BreakerOutcome::Cancelled => "cancelled",
+    };
+    [
+        outcome.to_owned(),
+        if was_probe { "1" } else { "0" }.to_owned(),
+        policy.failures_to_open.to_string(),
+        millis(policy.open_for),
+        millis(policy.max_open_for),
+        millis(policy.dead_open_for),
+        millis(policy.probe_lease),
+    ]
 }
 
 fn millis(d: Duration) -> String {
@@ -193,6 +239,22 @@ fn millis(d: Duration) -> String {
 
 fn limit<T: ToString>(value: Option<T>) -> String {
     value.map_or_else(|| "-1".to_owned(), |v| v.to_string())
+}
+
+fn granted(request: &AdmissionRequest<'_>, tokens: i64) -> Permit {
+    Permit {
+        id: request.permit_id,
+        source: request.source.into(),
+        tokens: u64::try_from(tokens).unwrap_or(request.tokens),
+    }
+}
+
+fn refusal(reason: i64) -> RefusalReason {
+    match reason {
+        1 => RefusalReason::Tpm,
+        2 => RefusalReason::Rpm,
+        _ => RefusalReason::Concurrency,
+    }
 }
 
 fn wait(ms: i64) -> Option<Duration> {
@@ -209,47 +271,84 @@ impl AdmissionBackend for RedisBackend {
     /// The script runs atomically or not at all; if the future is dropped after Redis ran it,
     /// the permit exists and its lease reclaims it (the pipeline also releases its id).
     async fn reserve(&self, request: AdmissionRequest<'_>) -> Result<Admission, BackendError> {
-        let args = vec![
-            "reserve".to_owned(),
-            request.permit_id.to_string(),
-            request.tokens.to_string(),
-            limit(request.limits.tpm),
-            limit(request.limits.rpm),
-            limit(request.limits.max_concurrency),
-            millis(request.lease.max(Duration::from_millis(1))),
-            millis(AGE_OUT),
-        ];
-        let reply = self.admission_script(request.source, args).await?;
+        let reply = self
+            .admission_script(request.source, Self::reserve_args(&request))
+            .await?;
         match reply.as_slice() {
-            [1, tokens] => Ok(Admission::Granted(Permit {
-                id: request.permit_id,
-                source: request.source.into(),
-                tokens: u64::try_from(*tokens).unwrap_or(request.tokens),
-            })),
+            [1, tokens, _] => Ok(Admission::Granted(granted(&request, *tokens))),
             [0, reason, ms] => Ok(Admission::Refused {
-                reason: match reason {
-                    1 => RefusalReason::Tpm,
-                    2 => RefusalReason::Rpm,
-                    _ => RefusalReason::Concurrency,
-                },
+                reason: refusal(*reason),
                 retry_after: wait(*ms),
             }),
             other => Err(unexpected(other)),
         }
     }
 
+    /// The breaker check and the reservation in one script: one round trip on the critical
+    /// path of a call.
+    ///
+    /// # Cancel safety
+    ///
+    /// Atomic. If the future is dropped after Redis ran it, the permit's lease and the probe's
+    /// lease reclaim what it took (the pipeline also releases the permit id).
+    async fn reserve_guarded(
+        &self,
+        request: AdmissionRequest<'_>,
+        policy: &BreakerPolicy,
+    ) -> Option<Result<GuardedAdmission, BackendError>> {
+        let mut args = Self::reserve_args(&request);
+        args.push(millis(policy.probe_lease));
+        let reply = match self.admission_script(request.source, args).await {
+            Ok(reply) => reply,
+            Err(e) => return Some(Err(e)),
+        };
+        Some(match reply.as_slice() {
+            [1, tokens, probe] => Ok(GuardedAdmission::Granted {
+                permit: granted(&request, *tokens),
+                probe: *probe == 1,
+            }),
+            [0, reason, ms] => Ok(GuardedAdmission::Refused {
+                reason: refusal(*reason),
+                retry_after: wait(*ms),
+            }),
+            [2, _, ms] => Ok(GuardedAdmission::BreakerRejected {
+                retry_after: wait(*ms),
+            }),
+            other => Err(unexpected(other)),
+        })
+    }
+
+    /// Settlement, release and the breaker report in one script, off the call's path.
+    ///
+    /// # Cancel safety
+    ///
+    /// Atomic; the settlement part is idempotent.
+    async fn settle_reporting(
+        &self,
+        permit: &Permit,
+        actual_tokens: u64,
+        report: BreakerReport<'_>,
+    ) -> Option<Result<bool, BackendError>> {
+        Some(
+            self.settle_op(permit, Some(actual_tokens), true, Some(report))
+                .await,
+        )
+    }
+
     /// # Cancel safety
     ///
     /// Atomic; idempotent, so the settler may send it again.
     async fn settle(&self, permit: &Permit, actual_tokens: u64) -> Result<(), BackendError> {
-        self.settle_op(permit, Some(actual_tokens), false).await
+        self.settle_op(permit, Some(actual_tokens), false, None)
+            .await
+            .map(|_| ())
     }
 
     /// # Cancel safety
     ///
     /// Atomic; idempotent.
     async fn release(&self, permit: &Permit) -> Result<(), BackendError> {
-        self.settle_op(permit, None, true).await
+        self.settle_op(permit, None, true, None).await.map(|_| ())
     }
 
     /// One round trip for both.
@@ -262,7 +361,9 @@ impl AdmissionBackend for RedisBackend {
         permit: &Permit,
         actual_tokens: u64,
     ) -> Result<(), BackendError> {
-        self.settle_op(permit, Some(actual_tokens), true).await
+        self.settle_op(permit, Some(actual_tokens), true, None)
+            .await
+            .map(|_| ())
     }
 
     /// # Cancel safety
@@ -322,25 +423,10 @@ impl BreakerStore for RedisBackend {
         outcome: BreakerOutcome,
         was_probe: bool,
     ) -> Result<bool, BackendError> {
-        let outcome = match outcome {
-            BreakerOutcome::Success => "success",
-            BreakerOutcome::Failure(FailureKind::RequestRejected | FailureKind::ResultInvalid) => {
-                "neutral"
-            }
-            BreakerOutcome::Failure(FailureKind::Transient) => "transient",
-            BreakerOutcome::Failure(FailureKind::SourceDead) => "dead",
-            BreakerOutcome::Cancelled => "cancelled",
-        };
-        let args = vec![
-            "record".to_owned(),
-            millis(policy.probe_lease),
-            outcome.to_owned(),
-            if was_probe { "1" } else { "0" }.to_owned(),
-            policy.failures_to_open.to_string(),
-            millis(policy.open_for),
-            millis(policy.max_open_for),
-            millis(policy.dead_open_for),
-        ];
+        let mut args = vec!["record".to_owned(), millis(policy.probe_lease)];
+        let [outcome, was_probe, failures, open, max_open, dead, _lease] =
+            record_args(outcome, was_probe, policy);
+        args.extend([outcome, was_probe, failures, open, max_open, dead]);
         let opened: i64 = self
             .breaker
             .evalsha_with_reload(self.pool.next(), vec![self.key(source, "b")], args)

@@ -15,7 +15,9 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Waker};
 use std::time::Duration;
 
-use polygateway_ports::{AdmissionBackend, BreakerOutcome, BreakerPolicy, BreakerStore, Permit};
+use polygateway_ports::{
+    AdmissionBackend, BreakerOutcome, BreakerPolicy, BreakerReport, BreakerStore, Permit,
+};
 use tokio::sync::{Notify, mpsc, oneshot};
 
 /// Delays between the tries of a job that failed (then it is given up, with a warning).
@@ -71,21 +73,69 @@ impl Settler {
             let (admission, breakers, slot_freed) =
                 (admission.clone(), breakers.clone(), slot_freed.clone());
             Box::pin(async move {
+                let report = finish.breaker.map(|(outcome, was_probe)| BreakerReport {
+                    outcome,
+                    was_probe,
+                    policy: &policy,
+                });
+                let mut tripped = None;
                 if let Some(permit) = &finish.permit {
-                    retrying("settle", &finish.source, || {
-                        admission.settle_and_release(permit, finish.tokens)
-                    })
-                    .await;
+                    // One step where the backend can (Redis: one script), else two.
+                    let combined = match report {
+                        Some(report) => {
+                            admission
+                                .settle_reporting(permit, finish.tokens, report)
+                                .await
+                        }
+                        None => None,
+                    };
+                    match combined {
+                        Some(result) => tripped = Some(result),
+                        None => {
+                            retrying("settle", &finish.source, || {
+                                admission.settle_and_release(permit, finish.tokens)
+                            })
+                            .await;
+                        }
+                    }
                     slot_freed.notify_waiters();
                 }
-                if let Some((outcome, was_probe)) = finish.breaker {
-                    let tripped = retrying("breaker report", &finish.source, || {
-                        breakers.record(&finish.source, &policy, outcome, was_probe)
+                if let (None, Some(report)) = (&tripped, report) {
+                    tripped = retrying("breaker report", &finish.source, || {
+                        breakers.record(&finish.source, &policy, report.outcome, report.was_probe)
                     })
-                    .await;
-                    if tripped == Some(true) {
+                    .await
+                    .map(Ok);
+                }
+                match tripped {
+                    Some(Ok(true)) => {
                         finish.trips.fetch_add(1, Ordering::Relaxed);
                     }
+                    Some(Err(error)) => {
+                        // The combined step failed: do both parts the slow way, with retries.
+                        tracing::debug!(source = %finish.source, %error, "combined settle failed; retrying in two steps");
+                        if let Some(permit) = &finish.permit {
+                            retrying("settle", &finish.source, || {
+                                admission.settle_and_release(permit, finish.tokens)
+                            })
+                            .await;
+                        }
+                        if let Some(report) = report {
+                            let opened = retrying("breaker report", &finish.source, || {
+                                breakers.record(
+                                    &finish.source,
+                                    &policy,
+                                    report.outcome,
+                                    report.was_probe,
+                                )
+                            })
+                            .await;
+                            if opened == Some(true) {
+                                finish.trips.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                    }
+                    _ => {}
                 }
             })
         });
