@@ -136,7 +136,11 @@ pub(crate) fn run() -> Result<(), String> {
     drop(redis);
     let _ = std::fs::remove_file(&scenario_file);
 
-    let report = report(&samples, &inflight, mock_capacity);
+    let micro = micro_benchmarks(&cargo, &root);
+    let mut report = report(&samples, &inflight, mock_capacity);
+    report.push_str(&format!(
+        "\nMicro-benchmarks (`cargo bench -p polygateway-backends -p polygateway-transports`, divan; `retry_after` includes building the header map):\n\n```text\n{micro}```\n"
+    ));
     println!("{report}");
     let path = root.join("docs/benchmarks.md");
     let doc = std::fs::read_to_string(&path).unwrap_or_default();
@@ -149,6 +153,34 @@ pub(crate) fn run() -> Result<(), String> {
     std::fs::write(&path, updated).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     eprintln!("bench: report written to docs/benchmarks.md");
     Ok(())
+}
+
+/// The divan tables of the micro-benchmarks.
+fn micro_benchmarks(cargo: &str, root: &std::path::Path) -> String {
+    let out = Command::new(cargo)
+        .args([
+            "bench",
+            "--locked",
+            "-q",
+            "-p",
+            "polygateway-backends",
+            "-p",
+            "polygateway-transports",
+            "--bench",
+            "micro",
+        ])
+        .current_dir(root)
+        .output();
+    match out {
+        Ok(out) => String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| {
+                l.starts_with(['├', '╰', '│']) || l.starts_with("micro") || l.starts_with("   ")
+            })
+            .map(|l| format!("{l}\n"))
+            .collect(),
+        Err(e) => format!("(not run: {e})\n"),
+    }
 }
 
 fn measure(driver: &std::path::Path, args: &[&str]) -> Result<Value, String> {
