@@ -314,7 +314,16 @@ fn mock_in_flight(mock: &str) -> u64 {
 async fn in_flight_memory(args: &Args, n: usize) -> Result<serde_json::Value, String> {
     let target = Arc::new(target(args, "HOLD")?);
     let request = Arc::new(ChatRequest::from_prompt("hold"));
-    let baseline_in_mock = mock_in_flight(&args.mock);
+    // The previous measurement's calls must be gone from the mock first (its process exited;
+    // the mock notices the closed connections), so that every call counted now is ours.
+    let started = Instant::now();
+    while mock_in_flight(&args.mock) > 0 {
+        if started.elapsed() > Duration::from_secs(60) {
+            return Err("the mock still holds calls from an earlier run".to_owned());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let baseline_in_mock = 0;
     let before = rss_kib();
     let mut calls = tokio::task::JoinSet::new();
     for _ in 0..n {

@@ -23,8 +23,13 @@ const INFLIGHT_ROUNDS: usize = 3;
 const START: &str = "<!-- xtask-bench:start -->";
 const END: &str = "<!-- xtask-bench:end -->";
 
-/// The mock upstream, stopped on drop.
-struct Mock(Child, String);
+/// The mock upstream, stopped on drop; its stdout stays open so its later lines never meet a
+/// closed pipe.
+struct Mock(
+    Child,
+    String,
+    #[allow(dead_code)] BufReader<std::process::ChildStdout>,
+);
 
 impl Drop for Mock {
     fn drop(&mut self) {
@@ -68,16 +73,15 @@ pub(crate) fn run() -> Result<(), String> {
         .stdout(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot start the mock: {e}"))?;
+    let mut stdout = BufReader::new(child.stdout.take().ok_or("mock stdout")?);
     let mut first = String::new();
-    BufReader::new(child.stdout.take().ok_or("mock stdout")?)
-        .read_line(&mut first)
-        .map_err(|e| e.to_string())?;
+    stdout.read_line(&mut first).map_err(|e| e.to_string())?;
     let addr = first
         .trim()
         .strip_prefix("mock upstream listening on http://")
         .ok_or_else(|| format!("unexpected mock output {first:?}"))?
         .to_owned();
-    let mock = Mock(child, format!("http://{addr}"));
+    let mock = Mock(child, format!("http://{addr}"), stdout);
     let redis = RedisServer::start()?;
     let redis_url = redis.url();
 

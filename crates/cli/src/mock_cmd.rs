@@ -135,13 +135,27 @@ pub(crate) fn run(mut args: lexopt::Parser) -> Result<(), GatewayError> {
             )
         })?;
         let addr = mock.addr();
-        println!("mock upstream listening on http://{addr}");
-        println!("  chat / embeddings base URL: http://{addr}/<SOURCE>/v1");
-        println!("  MonkeyOCR base URL:         http://{addr}/<SOURCE>");
-        println!("  counters:                   http://{addr}/__mock/stats");
+        // A closed stdout (the reader went away) must not stop the server: ignore write errors.
+        let say = |line: String| {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{line}").and_then(|()| out.flush());
+        };
+        say(format!("mock upstream listening on http://{addr}"));
+        say(format!(
+            "  chat / embeddings base URL: http://{addr}/<SOURCE>/v1"
+        ));
+        say(format!(
+            "  MonkeyOCR base URL:         http://{addr}/<SOURCE>"
+        ));
+        say(format!(
+            "  counters:                   http://{addr}/__mock/stats"
+        ));
         let _ = tokio::signal::ctrl_c().await;
-        let counters = mock.counters();
-        println!("mock upstream stopped after {} requests", counters.total);
+        say(format!(
+            "mock upstream stopped after {} requests",
+            mock.counters().total
+        ));
         Ok(())
     })
 }

@@ -335,6 +335,10 @@ async fn handle(
     state: Arc<State>,
     req: Request<Incoming>,
 ) -> Result<Response<MockBody>, Infallible> {
+    if req.uri().path() == STATS_PATH {
+        // Reading the counters is not traffic: it counts in nothing, itself included.
+        return Ok(stats_response(&state));
+    }
     state.total.fetch_add(1, Ordering::Relaxed);
     if req.version() == hyper::Version::HTTP_2 {
         state.http2.fetch_add(1, Ordering::Relaxed);
@@ -355,19 +359,6 @@ async fn answer(
     guard: &mut InFlight<'_>,
 ) -> Response<MockBody> {
     let path = req.uri().path().to_owned();
-    if req.method() == Method::GET && path == "/__mock/stats" {
-        let counters = state.counters();
-        let requests: BTreeMap<String, u64> = counters
-            .requests
-            .iter()
-            .map(|((source, route), n)| (format!("{source}/{}", route.as_str()), *n))
-            .collect();
-        return json_response(
-            StatusCode::OK,
-            json!({"total": counters.total, "in_flight": counters.in_flight, "requests": requests})
-                .to_string(),
-        );
-    }
     let Some((source, route)) = route_of(&path) else {
         return json_response(
             StatusCode::NOT_FOUND,
@@ -581,6 +572,23 @@ fn pick_step(state: &State, compiled: &Compiled, source: &str, route: Route) -> 
         draw -= weight;
     }
     Step::from(Behaviour::ok())
+}
+
+const STATS_PATH: &str = "/__mock/stats";
+
+/// `GET /__mock/stats`: the counters as JSON.
+fn stats_response(state: &State) -> Response<MockBody> {
+    let counters = state.counters();
+    let requests: BTreeMap<String, u64> = counters
+        .requests
+        .iter()
+        .map(|((source, route), n)| (format!("{source}/{}", route.as_str()), *n))
+        .collect();
+    json_response(
+        StatusCode::OK,
+        json!({"total": counters.total, "in_flight": counters.in_flight, "requests": requests})
+            .to_string(),
+    )
 }
 
 /// `/{source}/v1/chat/completions` → (`source`, `Chat`); no prefix → `default`.
