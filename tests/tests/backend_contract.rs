@@ -768,6 +768,47 @@ async fn redis_guarded_reserve_and_settle_pass_the_breaker_in_the_same_step() {
         b.state(SOURCE, &policy).await.expect("up"),
         BreakerState::Closed
     );
+    // A probe whose caller gave up before the answer: the release of its permit id (no breaker
+    // report) gives the probe back — and only the probe's own permit can.
+    b.record(
+        SOURCE,
+        &policy,
+        BreakerOutcome::Failure(FailureKind::SourceDead),
+        false,
+    )
+    .await
+    .expect("up");
+    support::eventually("half-open once more", Duration::from_secs(5), || async {
+        b.state(SOURCE, &policy).await.expect("up") == BreakerState::HalfOpen
+    })
+    .await;
+    let GuardedAdmission::Granted {
+        permit: abandoned,
+        probe: true,
+    } = guarded(20).await
+    else {
+        panic!("the probe")
+    };
+    let stranger = polygateway_ports::Permit {
+        id: PermitId(21),
+        source: SOURCE.into(),
+        tokens: 0,
+    };
+    b.settle_and_release(&stranger, 0).await.expect("up");
+    assert_eq!(
+        b.try_acquire(SOURCE, &policy).await.expect("up"),
+        BreakerDecision::Reject { retry_after: None },
+        "not its probe"
+    );
+    b.settle_and_release(&abandoned, 0).await.expect("up");
+    assert_eq!(
+        b.try_acquire(SOURCE, &policy).await.expect("up"),
+        BreakerDecision::Probe,
+        "the probe came back"
+    );
+    b.record(SOURCE, &policy, BreakerOutcome::Success, true)
+        .await
+        .expect("up");
     // A probe whose reservation is refused gives the slot back in the same step.
     let _holder = grant(&b, 10, 1, l).await; // the only concurrency slot
     b.record(

@@ -36,7 +36,8 @@ local function prune(age_out)
     for _, v in ipairs(tokens) do
       if v then freed = freed + tonumber(v) end
     end
-    redis.call('HINCRBY', M, 'sum', -freed)
+    -- `0 - freed`, not `-freed`: Lua's -0 is sent as "-0", which HINCRBY refuses.
+    if freed ~= 0 then redis.call('HINCRBY', M, 'sum', 0 - freed) end
     redis.call('HDEL', T, unpack(old))
     redis.call('ZREM', W, unpack(old))
   end
@@ -50,9 +51,15 @@ local function prune(age_out)
   end
 end
 
+-- Keep the keys while anything in them matters: the window, and the longest lease still
+-- running. Never shorten a lifetime another call set.
 local function keep(age_out)
   local ttl = age_out + 60000
-  for i = 1, 6 do redis.call('PEXPIRE', KEYS[i], ttl) end
+  local last = redis.call('ZRANGE', C, -1, -1, 'WITHSCORES')
+  if last[2] then ttl = math.max(ttl, tonumber(last[2]) - now + 60000) end
+  for i = 1, 6 do
+    if redis.call('PTTL', KEYS[i]) < ttl then redis.call('PEXPIRE', KEYS[i], ttl) end
+  end
 end
 
 if op == 'reserve' then
@@ -67,11 +74,19 @@ if op == 'reserve' then
   if ARGV[9] then
     local decision, wait = breaker_acquire(B, now, tonumber(ARGV[9]))
     if decision == 1 or decision == 2 then return {2, decision, wait} end
-    if decision == 3 then probe = 1 end
+    if decision == 3 then
+      probe = 1
+      -- The probe belongs to this permit: its settlement (or its release when the caller gave
+      -- up before the answer arrived) gives it back, and nobody else's can.
+      redis.call('HSET', B, 'probe_id', id)
+    end
   end
   -- A refusal below gives the probe slot back: a refused reserve holds nothing.
   local function refuse(reason, wait)
-    if probe == 1 then redis.call('HSET', B, 'probe_since', 0) end
+    if probe == 1 then
+      redis.call('HSET', B, 'probe_since', 0)
+      redis.call('HDEL', B, 'probe_id')
+    end
     return {0, reason, wait}
   end
   if maxc >= 0 and redis.call('ZCARD', C) >= maxc then
@@ -110,14 +125,22 @@ if op == 'reserve' then
 elseif op == 'settle' then
   local actual, release, age_out = tonumber(ARGV[3]), ARGV[4] == '1', tonumber(ARGV[5])
   prune(age_out)
+  if redis.call('HEXISTS', O, id) == 0 then
+    -- Never granted, already finished, or its lease ran out: nothing to do. Checked before the
+    -- breaker report, so a settlement sent twice reports once.
+    return {0, 0}
+  end
   local opened = 0
+  local probe_owner = redis.call('HGET', B, 'probe_id') == id
   if ARGV[6] then
     opened = breaker_record(B, now, tonumber(ARGV[12]), ARGV[6], ARGV[7] == '1', tonumber(ARGV[8]),
       tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11]))
+  elseif probe_owner then
+    -- The permit held the probe and ends without a report: its caller gave up before the
+    -- answer. The probe slot goes back.
+    redis.call('HSET', B, 'probe_since', 0)
   end
-  if redis.call('HEXISTS', O, id) == 0 then
-    return {0, opened} -- never granted, already finished, or its lease ran out: nothing to do
-  end
+  if probe_owner and redis.call('EXISTS', B) == 1 then redis.call('HDEL', B, 'probe_id') end
   if actual >= 0 and redis.call('HEXISTS', X, id) == 0 then
     redis.call('HSET', X, id, 1)
     local old = redis.call('HGET', T, id)

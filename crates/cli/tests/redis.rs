@@ -136,11 +136,17 @@ async fn a_process_killed_holding_a_permit_stops_holding_it_when_the_lease_ends(
 async fn four_processes_share_binding_quotas_without_exceeding_them() {
     const RPM_A: u64 = 120;
     const TPM_B: u64 = 3000;
-    const USAGE: u64 = 30; // the mock reports 20 + 10 for every call
+    const USAGE: u64 = 30; // the mock reports 20 + 10 for every call (0 for C)
+    const RPM_C: u64 = 600;
     let scenario = Scenario {
         no_request_log: false,
         ..Scenario::default()
     }
+    .with_rule(
+        Some("C"),
+        None,
+        Script::always(Behaviour::ok_with_usage(0, 0)),
+    )
     .with_rule(None, None, Script::always(Behaviour::ok_with_usage(20, 10)));
     let mock = MockUpstream::start(scenario).await.expect("mock");
     let env = env(&[
@@ -159,6 +165,12 @@ async fn four_processes_share_binding_quotas_without_exceeding_them() {
         ("LLM__SOURCE__B__TPM", TPM_B.to_string()),
         ("LLM__SOURCE__B__RPM", "100000".into()),
         ("LLM__SOURCE__B__EST_TOKENS", USAGE.to_string()),
+        // C reports 0 tokens: 61 s in, its entries age out freeing 0 tokens — the case that once
+        // made the script send HINCRBY "-0", which Redis 7.0 refuses.
+        ("LLM__SOURCE__C__BASE_URL", mock.base_url("C")),
+        ("LLM__SOURCE__C__MODEL", "m".into()),
+        ("LLM__SOURCE__C__RPM", RPM_C.to_string()),
+        ("LLM__SOURCE__C__EST_TOKENS", "1".into()),
     ]);
     let started = Instant::now();
     let workers: Vec<_> = (0..4)
@@ -225,5 +237,23 @@ async fn four_processes_share_binding_quotas_without_exceeding_them() {
     assert!(
         served.iter().all(|n| *n > 0),
         "every process was served: {served:?}"
+    );
+    let c = mock.window_peak("C", window);
+    assert!(
+        c.requests <= RPM_C,
+        "C received {} requests in one minute (RPM {RPM_C})",
+        c.requests
+    );
+    let c_total = mock.counters().requests("C", polygateway_mock::Route::Chat);
+    assert!(
+        c_total > RPM_C,
+        "C kept serving into its second minute (its zero-token entries aged out cleanly): {c_total} requests"
+    );
+    let failed: Vec<&serde_json::Value> = summaries.iter().map(|s| &s["failed"]).collect();
+    assert!(
+        failed
+            .iter()
+            .all(|f| f.as_object().is_some_and(serde_json::Map::is_empty)),
+        "no call failed (the backend stayed healthy past the first minute): {failed:?}"
     );
 }

@@ -29,6 +29,17 @@ use crate::telemetry::CallRecorder;
 /// `Retry-After`) are clamped rather than allowed to overflow the clock.
 const MAX_WAIT: Duration = Duration::from_secs(365 * 24 * 3600);
 
+/// A prefix for this engine's permit and call ids that no other engine — in this process or
+/// another sharing the same Redis — will use: OS randomness (the std hasher's per-process
+/// random keys, advanced for every new `RandomState`), mixed with the time and the process id.
+fn permit_prefix(unix_ms: u64) -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(unix_ms);
+    hasher.write_u32(std::process::id());
+    hasher.finish()
+}
+
 /// `now + d`, with `d` clamped to [`MAX_WAIT`].
 fn later(now: Instant, d: Duration) -> Instant {
     now + d.min(MAX_WAIT)
@@ -267,8 +278,7 @@ impl<B: AdmissionBackend, K: BreakerStore> Engine<B, K> {
             .iter()
             .map(|s| (s.spec.priority, s.spec.weight))
             .collect();
-        let permit_prefix =
-            Random::new(clock.unix_ms() ^ u64::from(std::process::id()).rotate_left(32)).next();
+        let permit_prefix = permit_prefix(clock.unix_ms());
         Engine {
             scope: config.scope,
             priorities_weights,

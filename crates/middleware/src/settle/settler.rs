@@ -78,64 +78,66 @@ impl Settler {
                     was_probe,
                     policy: &policy,
                 });
-                let mut tripped = None;
-                if let Some(permit) = &finish.permit {
-                    // One step where the backend can (Redis: one script), else two.
-                    let combined = match report {
-                        Some(report) => {
-                            admission
-                                .settle_reporting(permit, finish.tokens, report)
+                let tripped = match (&finish.permit, report) {
+                    // One step where the backend can (Redis: one script, idempotent per permit,
+                    // so a retry after a timeout reports once), else two.
+                    (Some(permit), Some(report)) => {
+                        match admission
+                            .settle_reporting(permit, finish.tokens, report)
+                            .await
+                        {
+                            Some(Ok(opened)) => Some(opened),
+                            Some(Err(_)) => {
+                                retrying("settle", &finish.source, || async {
+                                    admission
+                                        .settle_reporting(permit, finish.tokens, report)
+                                        .await
+                                        .unwrap_or(Ok(false))
+                                })
                                 .await
-                        }
-                        None => None,
-                    };
-                    match combined {
-                        Some(result) => tripped = Some(result),
-                        None => {
-                            retrying("settle", &finish.source, || {
-                                admission.settle_and_release(permit, finish.tokens)
-                            })
-                            .await;
-                        }
-                    }
-                    slot_freed.notify_waiters();
-                }
-                if let (None, Some(report)) = (&tripped, report) {
-                    tripped = retrying("breaker report", &finish.source, || {
-                        breakers.record(&finish.source, &policy, report.outcome, report.was_probe)
-                    })
-                    .await
-                    .map(Ok);
-                }
-                match tripped {
-                    Some(Ok(true)) => {
-                        finish.trips.fetch_add(1, Ordering::Relaxed);
-                    }
-                    Some(Err(error)) => {
-                        // The combined step failed: do both parts the slow way, with retries.
-                        tracing::debug!(source = %finish.source, %error, "combined settle failed; retrying in two steps");
-                        if let Some(permit) = &finish.permit {
-                            retrying("settle", &finish.source, || {
-                                admission.settle_and_release(permit, finish.tokens)
-                            })
-                            .await;
-                        }
-                        if let Some(report) = report {
-                            let opened = retrying("breaker report", &finish.source, || {
-                                breakers.record(
-                                    &finish.source,
-                                    &policy,
-                                    report.outcome,
-                                    report.was_probe,
-                                )
-                            })
-                            .await;
-                            if opened == Some(true) {
-                                finish.trips.fetch_add(1, Ordering::Relaxed);
+                            }
+                            None => {
+                                retrying("settle", &finish.source, || {
+                                    admission.settle_and_release(permit, finish.tokens)
+                                })
+                                .await;
+                                retrying("breaker report", &finish.source, || {
+                                    breakers.record(
+                                        &finish.source,
+                                        &policy,
+                                        report.outcome,
+                                        report.was_probe,
+                                    )
+                                })
+                                .await
                             }
                         }
                     }
-                    _ => {}
+                    (Some(permit), None) => {
+                        retrying("settle", &finish.source, || {
+                            admission.settle_and_release(permit, finish.tokens)
+                        })
+                        .await;
+                        None
+                    }
+                    (None, Some(report)) => {
+                        retrying("breaker report", &finish.source, || {
+                            breakers.record(
+                                &finish.source,
+                                &policy,
+                                report.outcome,
+                                report.was_probe,
+                            )
+                        })
+                        .await
+                    }
+                    (None, None) => None,
+                };
+                if finish.permit.is_some() {
+                    slot_freed.notify_waiters();
+                }
+                if tripped == Some(true) {
+                    finish.trips.fetch_add(1, Ordering::Relaxed);
                 }
             })
         });
