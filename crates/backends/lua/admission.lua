@@ -57,8 +57,9 @@ local function keep(age_out)
   local ttl = age_out + 60000
   local last = redis.call('ZRANGE', C, -1, -1, 'WITHSCORES')
   if last[2] then ttl = math.max(ttl, tonumber(last[2]) - now + 60000) end
-  for i = 1, 6 do
-    if redis.call('PTTL', KEYS[i]) < ttl then redis.call('PEXPIRE', KEYS[i], ttl) end
+  -- The six keys are always extended together, so the window's lifetime stands for all.
+  if redis.call('PTTL', W) < ttl then
+    for i = 1, 6 do redis.call('PEXPIRE', KEYS[i], ttl) end
   end
 end
 
