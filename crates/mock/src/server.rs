@@ -107,15 +107,6 @@ impl MockUpstream {
         let mut received = self.state.received.subscribe();
         let _ = received.wait_for(|total| *total >= n).await;
     }
-
-    /// Run until the process ends (for `polygw mock`).
-    ///
-    /// # Cancel safety
-    ///
-    /// Dropping the future stops nothing; dropping the `MockUpstream` stops the server.
-    pub async fn serve_forever(&self) {
-        std::future::pending::<()>().await;
-    }
 }
 
 /// A snapshot of what the mock received.

@@ -2,12 +2,10 @@
 
 use std::sync::Arc;
 
-use polygateway_deadline::with_call_deadline;
 use polygateway_errors::{GatewayError, Scope};
 use polygateway_middleware::{CallSummary, ChatCall, SourceStats};
 use polygateway_ports::{ChatRequest, ChatResult};
 use polygateway_transports::OpenAiTransport;
-use tracing::Instrument;
 
 use super::{CallOptions, ClientBuilder, Core};
 use crate::config::{self, GatewaySettings, ScopeConfig};
@@ -118,13 +116,12 @@ impl GatewayClient {
             transport: &self.inner.transport,
             request: &request,
         };
-        let result = with_call_deadline(
-            Scope::Llm,
-            call.deadline,
-            core.engine.run(&op, &call.recorder, call.deadline_at),
-        )
-        .instrument(call.span(Scope::Llm))
-        .await;
+        let result = core
+            .bounded(
+                &call,
+                core.engine.run(&op, &call.recorder, call.deadline_at),
+            )
+            .await;
         let latency_ms = call.latency_ms();
         let logical_call_id = call.recorder.call_id().to_string();
         let result = result.map(|served| {

@@ -2,12 +2,10 @@
 
 use std::sync::Arc;
 
-use polygateway_deadline::with_call_deadline;
 use polygateway_errors::{GatewayError, Scope};
 use polygateway_middleware::{CallSummary, EmbedBatch, SourceStats};
 use polygateway_ports::{EmbeddingRequest, Usage};
 use polygateway_transports::OpenAiTransport;
-use tracing::Instrument;
 
 use super::join::try_join_bounded;
 use super::{CallOptions, ClientBuilder, Core};
@@ -157,9 +155,7 @@ impl EmbeddingClient {
                 .collect();
             try_join_bounded(runs, core.config.batch_concurrency).await
         };
-        let result = with_call_deadline(Scope::Embedding, call.deadline, all)
-            .instrument(call.span(Scope::Embedding))
-            .await;
+        let result = core.bounded(&call, all).await;
         let result = result.map(|served| {
             let attempts = served.iter().map(|s| s.attempts).sum();
             let usage =

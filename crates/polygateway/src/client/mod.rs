@@ -11,7 +11,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use polygateway_backends::{MemoryAdmission, MemoryBreakers, RedisBackend, RedisConfig};
-use polygateway_deadline::CallDeadline;
+use std::future::Future;
+
+use polygateway_deadline::{CallDeadline, with_call_deadline};
 use polygateway_errors::{ConfigError, GatewayError, Scope};
 use polygateway_middleware::{
     CallRecorder, CallSummary, Engine, EngineConfig, RetryPolicy, SourceStats,
@@ -19,6 +21,7 @@ use polygateway_middleware::{
 use polygateway_ports::{Clock, SystemClock, TelemetrySink};
 use polygateway_transports::{HttpClient, HttpConfig};
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use crate::backend::{AnyAdmission, AnyBreakers};
 use crate::config::{BackendKind, LEASE_MARGIN, ScopeConfig};
@@ -260,6 +263,20 @@ impl Core {
         }
     }
 
+    /// Run `work` — the whole logical call — inside the call's one deadline boundary and its
+    /// `logical_call` span.
+    pub(crate) async fn bounded<T>(
+        &self,
+        call: &Call,
+        work: impl Future<Output = Result<T, GatewayError>>,
+    ) -> Result<T, GatewayError> {
+        let scope = self.config.scope;
+        let span = tracing::info_span!("logical_call", scope = scope.as_str(), logical_call_id = %call.recorder.call_id());
+        with_call_deadline(scope, call.deadline, work)
+            .instrument(span)
+            .await
+    }
+
     pub(crate) async fn stats(&self) -> Result<Vec<SourceStats>, GatewayError> {
         self.engine.stats().await
     }
@@ -296,9 +313,5 @@ impl Call {
 
     pub(crate) fn latency_ms(&self) -> u64 {
         u64::try_from(self.recorder.started().elapsed().as_millis()).unwrap_or(u64::MAX)
-    }
-
-    pub(crate) fn span(&self, scope: Scope) -> tracing::Span {
-        tracing::info_span!("logical_call", scope = scope.as_str(), logical_call_id = %self.recorder.call_id())
     }
 }

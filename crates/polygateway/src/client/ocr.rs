@@ -3,12 +3,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use polygateway_deadline::with_call_deadline;
 use polygateway_errors::{ConfigError, GatewayError, Scope};
 use polygateway_middleware::{CallSummary, OcrLayoutCall, OcrTextCall, Operation, SourceStats};
 use polygateway_ports::{OcrLayout, OcrRequest, OcrReturnType, OcrText};
 use polygateway_transports::MonkeyOcrTransport;
-use tracing::Instrument;
 
 use super::{ClientBuilder, Core};
 use crate::config::{self, GatewaySettings, ScopeConfig};
@@ -231,13 +229,9 @@ impl OcrClient {
         let core = &self.inner.core;
         let deadline = core.deadline(per_call, param)?;
         let call = core.begin(deadline);
-        let result = with_call_deadline(
-            Scope::Ocr,
-            call.deadline,
-            core.engine.run(op, &call.recorder, call.deadline_at),
-        )
-        .instrument(call.span(Scope::Ocr))
-        .await;
+        let result = core
+            .bounded(&call, core.engine.run(op, &call.recorder, call.deadline_at))
+            .await;
         let result = result.map(|served| {
             let summary = CallSummary {
                 source: &served.source.name,
